@@ -1,0 +1,127 @@
+"""A small local LLM server speaking the OpenAI Chat Completions and Anthropic Messages protocols.
+
+Used by ``infersight demo`` and by tests that need a real HTTP peer. Answers are deterministic
+for a given request and seed; latency and error injection are configurable.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORDS = (
+    "the answer depends on your plan and region so please check the billing page first then "
+    "contact support if the invoice still looks wrong we can refund duplicate charges quickly"
+).split()
+
+
+class FakeLLM:
+    """Start with :meth:`start`, stop with :meth:`stop`; ``url`` is the base URL to call.
+
+    Args:
+        latency_s: (min, max) seconds a response takes.
+        error_rate: share of requests answered 429 (rate limited).
+        server_error_rate: share answered 500.
+        seed: makes latency and errors reproducible.
+    """
+
+    def __init__(
+        self,
+        *,
+        latency_s: tuple[float, float] = (0.02, 0.2),
+        error_rate: float = 0.0,
+        server_error_rate: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        self.latency_s = latency_s
+        self.error_rate = error_rate
+        self.server_error_rate = server_error_rate
+        self._random = random.Random(seed)
+        self._random_lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "call start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeLLM:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep the demo's terminal readable
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                try:
+                    request = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                status, body = fake.answer(self.path, request)
+                self._send(status, body)
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def answer(self, path: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON body for one request (also callable without HTTP)."""
+        with self._random_lock:
+            roll = self._random.random()
+            delay = self._random.uniform(*self.latency_s)
+            length = self._random.randint(8, 60)
+        time.sleep(delay)
+        if roll < self.error_rate:
+            return 429, {"error": {"type": "rate_limit_error", "message": "rate limited"}}
+        if roll < self.error_rate + self.server_error_rate:
+            return 500, {"error": {"type": "server_error", "message": "upstream failure"}}
+        model = str(request.get("model", "gpt-4o-mini"))
+        messages = request.get("messages") or []
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)) + 7
+        text = " ".join(_WORDS[i % len(_WORDS)] for i in range(length))
+        if path.rstrip("/").endswith("/messages"):
+            return 200, {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": length},
+            }
+        return 200, {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": length,
+                "total_tokens": prompt_tokens + length,
+            },
+        }

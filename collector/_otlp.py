@@ -1,0 +1,199 @@
+"""OTLP/HTTP trace requests: decode protobuf or JSON bodies (gzip too) into ``otel_traces`` rows.
+
+Rows follow the OpenTelemetry Collector's ClickHouse exporter: hex ids, kind and status as
+``Client``/``Error`` strings, attribute values flattened to strings (arrays and maps as JSON).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from ._errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+PROJECT_ATTRIBUTE = "infersight.project"
+
+_KIND = {0: "Unspecified", 1: "Internal", 2: "Server", 3: "Client", 4: "Producer", 5: "Consumer"}
+_STATUS = {0: "Unset", 1: "Ok", 2: "Error"}
+
+
+def media_type(content_type: str | None) -> str:
+    """The body's media type, or :class:`UnsupportedMediaType` for anything but protobuf and JSON."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in (PROTOBUF, JSON):
+        return media
+    raise UnsupportedMediaType(
+        f"Content-Type must be {PROTOBUF} or {JSON}; got {content_type or 'nothing'!r}"
+    )
+
+
+def decompress(body: bytes, content_encoding: str | None, limit_bytes: int) -> bytes:
+    """Undo ``Content-Encoding: gzip`` without ever holding more than ``limit_bytes`` (gzip bombs)."""
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding == "identity":
+        if len(body) > limit_bytes:
+            raise PayloadTooLarge(f"body is {len(body)} bytes; the limit is {limit_bytes}")
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise UnsupportedMediaType(f"Content-Encoding must be gzip or identity; got {encoding!r}")
+    wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, limit_bytes + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"body is not valid {encoding}: {exc}") from exc
+    if len(out) > limit_bytes or inflater.unconsumed_tail:
+        raise PayloadTooLarge(f"body inflates to more than the limit of {limit_bytes} bytes")
+    if not inflater.eof:
+        raise BadRequest(f"body is truncated {encoding}")
+    return out
+
+
+def parse_traces(body: bytes, media: str) -> ExportTraceServiceRequest:
+    """Decode an ``ExportTraceServiceRequest``; :class:`BadRequest` says precisely what is wrong."""
+    request = ExportTraceServiceRequest()
+    if media == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except DecodeError as exc:
+            raise BadRequest(f"body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}") from exc
+        return request
+    if not body.strip():
+        return request
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise BadRequest("body must be a JSON object with 'resourceSpans'")
+    _hex_ids_to_base64(document)
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise BadRequest(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {exc}") from exc
+    return request
+
+
+def _hex_ids_to_base64(document: dict[str, Any]) -> None:
+    # OTLP/JSON writes ids as hex, where protobuf's JSON mapping expects base64 for bytes.
+    for r, resource_spans in enumerate(_list(document.get("resourceSpans"))):
+        for s, scope_spans in enumerate(_list(_dict(resource_spans).get("scopeSpans"))):
+            for i, span in enumerate(_list(_dict(scope_spans).get("spans"))):
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                _convert(_dict(span), ("traceId", "spanId", "parentSpanId"), where)
+                for j, link in enumerate(_list(_dict(span).get("links"))):
+                    _convert(_dict(link), ("traceId", "spanId"), f"{where}.links[{j}]")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _convert(obj: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    for key in keys:
+        value = obj.get(key)
+        if not value:
+            continue
+        try:
+            obj[key] = base64.b64encode(bytes.fromhex(value)).decode()
+        except (TypeError, ValueError) as exc:
+            raise BadRequest(f"{where}.{key} must be a hex string; got {value!r}") from exc
+
+
+def _any_to_str(value: AnyValue) -> str:
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which in ("array_value", "kvlist_value"):
+        return json.dumps(_any_to_python(value), separators=(",", ":"))
+    if which is None:
+        return ""
+    return _scalar_str(value, which)
+
+
+def _scalar_str(value: AnyValue, which: str) -> str:
+    if which == "bool_value":
+        return "true" if value.bool_value else "false"
+    if which == "int_value":
+        return str(value.int_value)
+    if which == "double_value":
+        return repr(value.double_value)
+    return base64.b64encode(value.bytes_value).decode()
+
+
+def _any_to_python(value: AnyValue) -> Any:
+    which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_any_to_python(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _any_to_python(kv.value) for kv in value.kvlist_value.values}
+    if which in ("string_value", "bool_value", "int_value", "double_value"):
+        return getattr(value, which)
+    if which == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return None
+
+
+def _attributes(key_values: Any) -> dict[str, str]:
+    return {kv.key: _any_to_str(kv.value) for kv in key_values}
+
+
+def _ts(unix_nano: int) -> str:
+    return f"{unix_nano // 1_000_000_000}.{unix_nano % 1_000_000_000:09d}"
+
+
+def to_rows(request: ExportTraceServiceRequest, project: str) -> list[dict[str, Any]]:
+    """Flatten a request into ``otel_traces`` rows, stamping every resource with ``project``.
+
+    The project always comes from the caller (the API key), never from the span: a resource
+    attribute claiming another project is overwritten.
+    """
+    rows: list[dict[str, Any]] = []
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        resource[PROJECT_ATTRIBUTE] = project
+        service = resource.get("service.name", "")
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope
+            for span in scope_spans.spans:
+                start, end = span.start_time_unix_nano, span.end_time_unix_nano
+                rows.append(
+                    {
+                        "Timestamp": _ts(start),
+                        "TraceId": span.trace_id.hex(),
+                        "SpanId": span.span_id.hex(),
+                        "ParentSpanId": span.parent_span_id.hex(),
+                        "TraceState": span.trace_state,
+                        "SpanName": span.name,
+                        "SpanKind": _KIND.get(span.kind, "Unspecified"),
+                        "ServiceName": service,
+                        "ResourceAttributes": resource,
+                        "ScopeName": scope.name,
+                        "ScopeVersion": scope.version,
+                        "SpanAttributes": _attributes(span.attributes),
+                        "Duration": max(end - start, 0),
+                        "StatusCode": _STATUS.get(span.status.code, "Unset"),
+                        "StatusMessage": span.status.message,
+                        "Events.Timestamp": [_ts(e.time_unix_nano) for e in span.events],
+                        "Events.Name": [e.name for e in span.events],
+                        "Events.Attributes": [_attributes(e.attributes) for e in span.events],
+                        "Links.TraceId": [link.trace_id.hex() for link in span.links],
+                        "Links.SpanId": [link.span_id.hex() for link in span.links],
+                        "Links.TraceState": [link.trace_state for link in span.links],
+                        "Links.Attributes": [_attributes(link.attributes) for link in span.links],
+                    }
+                )
+    return rows

@@ -1,0 +1,72 @@
+"""Run the collector under uvicorn: in the foreground, or as a child process for the demo and tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import uvicorn
+
+from ._app import create_app
+from ._settings import Settings
+from ._store import ChdbStore
+
+
+def serve(settings: Settings) -> None:
+    """Serve until SIGINT or SIGTERM, then close the store cleanly. Blocks.
+
+    The store opens before uvicorn starts: a locked data directory fails before the port is
+    bound, and uvicorn's signal handlers are installed after chDB has set up its own.
+    """
+    # uvicorn re-raises SIGTERM after its graceful shutdown, so the app's lifespan, not a
+    # ``finally`` here, is what closes the store.
+    store = ChdbStore(settings.data_dir)
+    app = create_app(settings, store=store)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+
+
+class CollectorProcess:
+    """``infersight collector`` in a child process; :meth:`start` returns once ``/healthz`` answers.
+
+    The embedded store belongs to one process, so the demo and the tests run the collector as
+    its own process and talk to it over HTTP, as an application would.
+    """
+
+    def __init__(self, data_dir: Path, port: int, *, extra_args: tuple[str, ...] = ()) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self._args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 60.0) -> CollectorProcess:
+        command = [sys.executable, "-m", "infersight.collector._cli", "collector",
+                   "--port", str(self.port), "--data-dir", str(self.data_dir), *self._args]
+        self.process = subprocess.Popen(command, env=dict(os.environ))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the collector exited with code {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1):
+                    return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"the collector did not answer within {timeout_s} s") from None
+                time.sleep(0.1)
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """Ask the collector to shut down cleanly (SIGTERM), killing it if it does not."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,3 @@
+"""Sampled LLM-judge scoring: see issue 6."""
+
+__all__: list[str] = []

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from tests.collector.test_ingest import JSON, otlp_json
+
+
+def test_overview_renders_without_data(collector):
+    page = httpx.get(f"{collector.url}/")
+    assert page.status_code == 200
+    assert "No spans in the last hour" in page.text
+
+
+def test_overview_numbers_match_the_api_and_untrusted_text_is_escaped(collector):
+    body = otlp_json()
+    attrs = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    for a in attrs:
+        if a["key"] == "infersight.tenant.id":
+            a["value"]["stringValue"] = hostile
+    assert httpx.post(f"{collector.url}/v1/traces", content=json.dumps(body), headers=JSON).status_code == 200
+
+    summary = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "24h"}).json()
+    page = httpx.get(f"{collector.url}/", params={"range": "24h"}).text
+    assert f'id="spans">{summary["spans"]:,}<' in page
+    assert f'id="error-rate">{summary["error_rate"] * 100:.1f}%<' in page
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_unknown_range_falls_back_to_the_last_hour(collector):
+    page = httpx.get(f"{collector.url}/", params={"range": "'; DROP TABLE llm_spans --"})
+    assert page.status_code == 200
+    assert 'class="on">last hour' in page.text

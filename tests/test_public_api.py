@@ -1,0 +1,27 @@
+"""The public face of each subpackage is deliberate: this fails when it drifts."""
+
+from __future__ import annotations
+
+import pytest
+
+from infersight import collector, dashboards, sdk
+
+EXPECTED = {
+    sdk: [
+        "failure_count", "force_flush", "init", "shutdown", "tenant",
+        "traced_llm", "traced_rerank", "traced_retrieval",
+    ],
+    collector: [
+        "BadRequest", "ChdbStore", "DataDirLocked", "InfersightError", "PayloadTooLarge",
+        "Settings", "Store", "StoreError", "UnsupportedMediaType", "create_app",
+    ],
+    dashboards: ["router"],
+}
+
+
+@pytest.mark.parametrize("module", list(EXPECTED), ids=lambda m: m.__name__)
+def test_all_is_sorted_and_exact(module):
+    assert module.__all__ == sorted(module.__all__)
+    assert module.__all__ == EXPECTED[module]
+    for name in module.__all__:
+        assert hasattr(module, name)
