@@ -11,6 +11,7 @@ import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 
 _WORDS = (
@@ -27,6 +28,9 @@ class FakeLLM:
         error_rate: share of requests answered 429 (rate limited).
         server_error_rate: share answered 500.
         seed: makes latency and errors reproducible.
+        stream_chunk_delay_s: pause between streamed chunks (``"stream": true`` requests are
+            answered with server-sent events in the provider's own format); the first chunk
+            comes after ``latency_s``.
     """
 
     def __init__(
@@ -36,7 +40,9 @@ class FakeLLM:
         error_rate: float = 0.0,
         server_error_rate: float = 0.0,
         seed: int = 0,
+        stream_chunk_delay_s: float = 0.0,
     ) -> None:
+        self.stream_chunk_delay_s = stream_chunk_delay_s
         self.latency_s = latency_s
         self.error_rate = error_rate
         self.server_error_rate = server_error_rate
@@ -66,7 +72,21 @@ class FakeLLM:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
                 status, body = fake.answer(self.path, request)
-                self._send(status, body)
+                if status == 200 and request.get("stream"):
+                    self._stream(fake.sse_events(self.path, request, body))
+                else:
+                    self._send(status, body)
+
+            def _stream(self, events: Iterator[bytes]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for i, event in enumerate(events):
+                    if i and fake.stream_chunk_delay_s:
+                        time.sleep(fake.stream_chunk_delay_s)
+                    self.wfile.write(event)
+                    self.wfile.flush()
 
             def _send(self, status: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
@@ -125,3 +145,45 @@ class FakeLLM:
                 "total_tokens": prompt_tokens + length,
             },
         }
+
+    def sse_events(self, path: str, request: dict[str, Any], body: dict[str, Any]) -> Iterator[bytes]:
+        """The server-sent events that stream ``body``, one text token per content event."""
+        if path.rstrip("/").endswith("/messages"):
+            yield from _anthropic_events(body)
+        else:
+            include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+            yield from _openai_events(body, include_usage)
+
+
+def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def _openai_events(body: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+    words = body["choices"][0]["message"]["content"].split(" ")
+    yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    for i, word in enumerate(words):
+        token = word if i == 0 else " " + word
+        yield _sse({**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]})
+    yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if include_usage:
+        yield _sse({**base, "choices": [], "usage": body["usage"]})
+    yield b"data: [DONE]\n\n"
+
+
+def _anthropic_events(body: dict[str, Any]) -> Iterator[bytes]:
+    message = {**body, "content": [], "stop_reason": None,
+               "usage": {"input_tokens": body["usage"]["input_tokens"], "output_tokens": 1}}
+    yield _sse({"type": "message_start", "message": message}, "message_start")
+    yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+               "content_block_start")
+    for i, word in enumerate(body["content"][0]["text"].split(" ")):
+        token = word if i == 0 else " " + word
+        yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}},
+                   "content_block_delta")
+    yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    yield _sse({"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": body["usage"]["output_tokens"]}}, "message_delta")
+    yield _sse({"type": "message_stop"}, "message_stop")

@@ -16,16 +16,26 @@ The SDK never raises into the application: its own failures are counted
 
 from __future__ import annotations
 
-from ._attribution import tenant
-from ._decorators import traced_llm, traced_rerank, traced_retrieval
+from ._attribution import mark_started, tenant
+from ._content import redact_builtin
+from ._decorators import span, traced_llm, traced_rerank, traced_retrieval
+from ._errors import classify as classify_error
 from ._guard import failure_count
+from ._markers import mark_cache_hit, mark_fallback, mark_retry
 from ._setup import force_flush, init, shutdown
 
 __all__ = [
+    "classify_error",
     "failure_count",
     "force_flush",
     "init",
+    "mark_cache_hit",
+    "mark_fallback",
+    "mark_retry",
+    "mark_started",
+    "redact_builtin",
     "shutdown",
+    "span",
     "tenant",
     "traced_llm",
     "traced_rerank",

@@ -1,29 +1,39 @@
-"""Who a call is for: tenant, user and route, carried in a context variable.
+"""Who a call is for (tenant, user, route, tags) and how long it queued, carried in context.
 
 ``contextvars`` follow ``asyncio`` tasks and ``contextvars.copy_context()``, so concurrent
-requests for different tenants never see each other's attribution.
+requests for different tenants never see each other's attribution. The same values are put in
+OpenTelemetry baggage, so standard propagation (``traceparent`` + ``baggage`` headers) carries
+them to downstream services, whose SDK reads them back when no ``tenant`` block is active there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from opentelemetry import baggage
+from opentelemetry import context as otel_context
 
 from . import _attrs
+
+_TAG_PREFIX = "infersight.tag."
 
 
 @dataclass(frozen=True, slots=True)
 class Attribution:
-    """The tenant, user and route that the spans of the current context are charged to."""
+    """The tenant, user, route and tags that the spans of the current context are charged to."""
 
     tenant_id: str | None = None
     user_id: str | None = None
     route: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    entered_at_s: float = 0.0
 
     def attributes(self) -> dict[str, str]:
-        out: dict[str, str] = {}
+        out = {_TAG_PREFIX + k: v for k, v in self.tags.items()}
         if self.tenant_id is not None:
             out[_attrs.TENANT] = self.tenant_id
         if self.user_id is not None:
@@ -34,32 +44,75 @@ class Attribution:
 
 
 _EMPTY = Attribution()
-_current: contextvars.ContextVar[Attribution] = contextvars.ContextVar(
-    "infersight_attribution", default=_EMPTY
-)
+_current: contextvars.ContextVar[Attribution] = contextvars.ContextVar("infersight_attribution", default=_EMPTY)
+_queue_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("infersight_queue_wait", default=None)
+_BAGGAGE_KEYS = {_attrs.TENANT: "tenant_id", _attrs.USER: "user_id", _attrs.ROUTE: "route"}
 
 
 def current() -> Attribution:
-    return _current.get()
+    """The active attribution: the innermost ``tenant`` block, else what baggage brought in."""
+    attribution = _current.get()
+    if attribution is not _EMPTY:
+        return attribution
+    entries = baggage.get_all()
+    if not entries:
+        return _EMPTY
+    fields = {name: str(entries[key]) for key, name in _BAGGAGE_KEYS.items() if key in entries}
+    tags = {k[len(_TAG_PREFIX):]: str(v) for k, v in entries.items() if k.startswith(_TAG_PREFIX)}
+    return Attribution(**fields, tags=tags) if fields or tags else _EMPTY
+
+
+def queue_wait_s() -> float | None:
+    """The queue wait recorded by :func:`mark_started` in this context, if any."""
+    return _queue_wait.get()
 
 
 @contextlib.contextmanager
 def tenant(
-    tenant_id: str, *, user_id: str | None = None, route: str | None = None
+    tenant_id: str,
+    *,
+    user_id: str | None = None,
+    route: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> Iterator[Attribution]:
-    """Charge every span started inside the block to ``tenant_id`` (and optionally a user and route).
+    """Charge every span started inside the block to ``tenant_id`` (and a user, route and tags).
 
     Nested blocks inherit what they do not override. Works across ``await`` and in tasks
-    created inside the block; it does not leak into concurrent tasks started elsewhere.
+    created inside the block; it does not leak into concurrent tasks started elsewhere. The
+    values also ride on OpenTelemetry baggage to downstream services.
     """
-    outer = _current.get()
+    outer = current()
     inner = Attribution(
         tenant_id=tenant_id,
         user_id=user_id if user_id is not None else outer.user_id,
         route=route if route is not None else outer.route,
+        tags={**outer.tags, **{str(k): str(v) for k, v in (tags or {}).items()}},
+        entered_at_s=time.time(),
     )
+    ctx = otel_context.get_current()
+    for key, value in inner.attributes().items():
+        ctx = baggage.set_baggage(key, value, ctx)
+    otel_token = otel_context.attach(ctx)
     token = _current.set(inner)
+    queue_token = _queue_wait.set(None)
     try:
         yield inner
     finally:
+        _queue_wait.reset(queue_token)
         _current.reset(token)
+        otel_context.detach(otel_token)
+
+
+def mark_started(queued_at: float | None = None) -> float | None:
+    """Record that the app's worker has picked the current request up; returns the wait in seconds.
+
+    The wait runs from ``queued_at`` (a ``time.time()`` value taken when the request was queued)
+    or, without it, from the start of the enclosing ``tenant`` block. LLM spans started afterwards
+    in this context carry it as ``infersight.queue.wait_s``.
+    """
+    start = queued_at if queued_at is not None else _current.get().entered_at_s
+    if not start:
+        return None
+    wait = max(time.time() - start, 0.0)
+    _queue_wait.set(wait)
+    return wait

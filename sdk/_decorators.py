@@ -1,196 +1,179 @@
-"""``@traced_llm``, ``@traced_retrieval``, ``@traced_rerank``: one span lifecycle for every call shape.
+"""``@traced_llm``, ``@traced_retrieval``, ``@traced_rerank`` and ``span``: the public decorators.
 
-The call shape (sync or async) is decided once, at decoration time. Every wrapper drives the
-same three steps, :func:`_begin`, :func:`_end_ok`, :func:`_end_error`, each of which swallows and
-counts the SDK's own failures, so the wrapped function's result or exception reaches the caller
-unchanged whatever happens inside the SDK.
+The call shape is decided once, at decoration time: sync function, coroutine function, sync
+generator or async generator. A sync or async function that returns a provider stream (an
+iterator such as ``openai.Stream``) gets it back wrapped, so the span lasts until the stream
+ends. All shapes drive the same :class:`~._lifecycle.Call`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind
 
 from . import _attrs, _setup
-from ._attribution import current as current_attribution
-from ._guard import record_failure
-from ._pricing import lookup_rates
-from ._usage import extract_usage
+from ._lifecycle import Call, Spec, begin
+from ._results import llm_result, llm_stream, rerank_result, retrieval_result
+from ._streams import StreamStats, TracedAsyncStream, TracedStream, is_async_stream, is_sync_stream
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ResultHook = Callable[[trace.Span, "_Spec", Any, Mapping[str, Any]], None]
+
+# Arguments the result hooks read, also when they are passed positionally.
+_READ_ARGS = ("model", "messages", "input", "prompt", "system", "queued_at", "temperature",
+              "max_tokens", "top_p", "top_k", "k", "documents", "candidates", "docs")
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """What a decorator was told at decoration time."""
-
-    operation: str
-    span_kind: SpanKind
-    on_result: _ResultHook
-    provider: str | None = None
-    model: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
-
-    def span_name(self, model: str | None) -> str:
-        return f"{self.operation} {model}" if model else self.operation
-
-
-def _begin(spec: _Spec, kwargs: Mapping[str, Any]) -> tuple[trace.Span, object] | None:
+def _positional_picks(func: Callable[..., Any]) -> tuple[tuple[int, str], ...]:
     try:
-        model = spec.model
-        if model is None and isinstance(kwargs.get("model"), str):
-            model = kwargs["model"]
-        attributes = dict(spec.attributes)
-        attributes[_attrs.OPERATION] = spec.operation
-        if spec.provider:
-            attributes[_attrs.PROVIDER] = spec.provider
-        if model:
-            attributes[_attrs.REQUEST_MODEL] = model
-        attributes.update(current_attribution().attributes())
-        span = _setup.tracer().start_span(
-            spec.span_name(model), kind=spec.span_kind, attributes=attributes
-        )
-        token = otel_context.attach(trace.set_span_in_context(span))
-        return span, token
-    except Exception as exc:
-        record_failure("span start", exc)
-        return None
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    return tuple(
+        (i, p.name) for i, p in enumerate(params)
+        if p.name in _READ_ARGS and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
 
 
-def _detach(token: object) -> None:
-    try:
-        otel_context.detach(token)  # type: ignore[arg-type]
-    except Exception as exc:
-        record_failure("context detach", exc)
+def _arguments(picks: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
+    if not picks or not args:
+        return kwargs
+    view = dict(kwargs)
+    for index, name in picks:
+        if index < len(args):
+            view[name] = args[index]
+    return view
 
 
-def _end_ok(
-    started: tuple[trace.Span, object] | None, spec: _Spec, result: Any, kwargs: Mapping[str, Any]
-) -> None:
-    if started is None:
-        return
-    span, token = started
-    _detach(token)
-    try:
-        if span.is_recording():
-            spec.on_result(span, spec, result, kwargs)
-    except Exception as exc:
-        record_failure("result attributes", exc)
-    finally:
-        span.end()
+def _observe(call: Call | None, result: Any) -> Any:
+    """End the call now, or hand back the result wrapped when it is a stream to observe."""
+    if call is None:
+        return result
+    call.read_queue_wait(result)
+    if call.spec.on_stream is not None:
+        if is_sync_stream(result):
+            return _wrap_stream(call, result, TracedStream)
+        if is_async_stream(result):
+            return _wrap_stream(call, result, TracedAsyncStream)
+    call.end_result(result)
+    return result
 
 
-def _end_error(started: tuple[trace.Span, object] | None, exc: BaseException) -> None:
-    if started is None:
-        return
-    span, token = started
-    _detach(token)
-    try:
-        if span.is_recording():
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:512]))
-            span.set_attribute(_attrs.ERROR_TYPE, type(exc).__qualname__)
-    except Exception as inner:
-        record_failure("error attributes", inner)
-    finally:
-        span.end()
+def _wrap_stream(call: Call, stream: Any, kind: type) -> Any:
+    import weakref
+
+    call.detach()
+    stats = StreamStats(call.start_ns, keep_text=True)
+    traced = kind(stream, stats, lambda error, aborted: call.end_stream(stats, error, aborted))
+    # Abandoned without being closed: end the span when the wrapper is collected.
+    weakref.finalize(traced, call.end_stream, stats, None, True)
+    return traced
 
 
-def _wrap(spec: _Spec, func: F) -> F:
+def _wrap(spec: Spec, func: F) -> F:
+    picks = _positional_picks(func)
+
+    if inspect.isasyncgenfunction(func):
+
+        @functools.wraps(func)
+        async def async_gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = begin(spec, _arguments(picks, args, kwargs), make_current=False)
+            inner = func(*args, **kwargs)
+            if call is None:
+                async for chunk in inner:
+                    yield chunk
+                return
+            stats = StreamStats(call.start_ns, keep_text=True)
+            span_context = trace.set_span_in_context(call.span)
+            try:
+                while True:
+                    token = otel_context.attach(span_context)
+                    try:
+                        chunk = await inner.__anext__()
+                    finally:
+                        otel_context.detach(token)
+                    stats.observe(chunk)
+                    yield chunk
+            except StopAsyncIteration:
+                call.end_stream(stats, None, False)
+            except GeneratorExit:
+                call.end_stream(stats, None, True)
+                await inner.aclose()
+                raise
+            except BaseException as exc:
+                call.end_stream(stats, exc, False)
+                raise
+
+        return async_gen_wrapper  # type: ignore[return-value]
+
+    if inspect.isgeneratorfunction(func):
+
+        @functools.wraps(func)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = begin(spec, _arguments(picks, args, kwargs), make_current=False)
+            inner = func(*args, **kwargs)
+            if call is None:
+                return (yield from inner)
+            stats = StreamStats(call.start_ns, keep_text=True)
+            span_context = trace.set_span_in_context(call.span)
+            try:
+                while True:
+                    token = otel_context.attach(span_context)
+                    try:
+                        chunk = next(inner)
+                    finally:
+                        otel_context.detach(token)
+                    stats.observe(chunk)
+                    yield chunk
+            except StopIteration as stop:
+                call.end_stream(stats, None, False)
+                return stop.value
+            except GeneratorExit:
+                call.end_stream(stats, None, True)
+                inner.close()
+                raise
+            except BaseException as exc:
+                call.end_stream(stats, exc, False)
+                raise
+
+        return gen_wrapper  # type: ignore[return-value]
+
     if inspect.iscoroutinefunction(func):
 
         @functools.wraps(func)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = _begin(spec, kwargs)
+            call = begin(spec, _arguments(picks, args, kwargs))
             try:
                 result = await func(*args, **kwargs)
             except BaseException as exc:
-                _end_error(started, exc)
+                if call is not None:
+                    call.end_error(exc)
                 raise
-            _end_ok(started, spec, result, kwargs)
-            return result
+            return _observe(call, result)
 
         return async_wrapper  # type: ignore[return-value]
 
     @functools.wraps(func)
     def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = _begin(spec, kwargs)
+        call = begin(spec, _arguments(picks, args, kwargs))
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
-            _end_error(started, exc)
+            if call is not None:
+                call.end_error(exc)
             raise
-        _end_ok(started, spec, result, kwargs)
-        return result
+        return _observe(call, result)
 
     return sync_wrapper  # type: ignore[return-value]
 
 
-def _llm_result(span: trace.Span, spec: _Spec, result: Any, kwargs: Mapping[str, Any]) -> None:
-    usage = extract_usage(result)
-    request_model = spec.model or kwargs.get("model")
-    if usage.response_model:
-        span.set_attribute(_attrs.RESPONSE_MODEL, usage.response_model)
-    if usage.finish_reasons:
-        span.set_attribute(_attrs.FINISH_REASONS, list(usage.finish_reasons))
-    if usage.input_tokens is not None:
-        span.set_attribute(_attrs.INPUT_TOKENS, usage.input_tokens)
-    if usage.output_tokens is not None:
-        span.set_attribute(_attrs.OUTPUT_TOKENS, usage.output_tokens)
-    if usage.cache_read_tokens:
-        span.set_attribute(_attrs.CACHE_READ_TOKENS, usage.cache_read_tokens)
-    if usage.cache_creation_tokens:
-        span.set_attribute(_attrs.CACHE_CREATION_TOKENS, usage.cache_creation_tokens)
-    if usage.reasoning_tokens:
-        span.set_attribute(_attrs.REASONING_TOKENS, usage.reasoning_tokens)
-    if usage.input_tokens is None and usage.output_tokens is None:
-        return
-    rates = None
-    for model in (usage.response_model, request_model):
-        if isinstance(model, str) and model:
-            rates = _setup.price_override(model) or lookup_rates(spec.provider, model)
-            if rates is not None:
-                break
-    if rates is None:
-        span.set_attribute(_attrs.COST_UNKNOWN_MODEL, True)
-        return
-    cost = rates.cost_usd(
-        usage.input_tokens or 0,
-        usage.output_tokens or 0,
-        usage.cache_read_tokens,
-        usage.cache_creation_tokens,
-    )
-    span.set_attribute(_attrs.COST_USD, cost)
-    span.set_attribute(_attrs.COST_SOURCE, rates.source)
-
-
-def _retrieval_result(span: trace.Span, spec: _Spec, result: Any, kwargs: Mapping[str, Any]) -> None:
-    top_k = kwargs.get("top_k", kwargs.get("k"))
-    if isinstance(top_k, int) and _attrs.TOP_K not in spec.attributes:
-        span.set_attribute(_attrs.TOP_K, top_k)
-    if isinstance(result, (list, tuple)):
-        span.set_attribute(_attrs.RETRIEVAL_RETURNED, len(result))
-
-
-def _rerank_result(span: trace.Span, spec: _Spec, result: Any, kwargs: Mapping[str, Any]) -> None:
-    for name in ("documents", "candidates", "docs"):
-        candidates = kwargs.get(name)
-        if isinstance(candidates, (list, tuple)):
-            span.set_attribute(_attrs.RERANK_CANDIDATES, len(candidates))
-            break
-    if isinstance(result, (list, tuple)):
-        span.set_attribute(_attrs.RERANK_RETURNED, len(result))
-
-
-def _decorator(spec: _Spec, func: Callable[..., Any] | None) -> Any:
+def _decorator(spec: Spec, func: Callable[..., Any] | None) -> Any:
     if func is not None:
         return _wrap(spec, func)
     return lambda f: _wrap(spec, f)
@@ -200,7 +183,11 @@ def _decorator(spec: _Spec, func: Callable[..., Any] | None) -> Any:
 def traced_llm(func: F, /) -> F: ...
 @overload
 def traced_llm(
-    *, provider: str | None = ..., model: str | None = ..., operation: str = ...
+    *,
+    provider: str | None = ...,
+    model: str | None = ...,
+    operation: str = ...,
+    queue_wait_from: Callable[[Any], float | None] | None = ...,
 ) -> Callable[[F], F]: ...
 def traced_llm(
     func: Callable[..., Any] | None = None,
@@ -209,15 +196,20 @@ def traced_llm(
     provider: str | None = None,
     model: str | None = None,
     operation: str = "chat",
+    queue_wait_from: Callable[[Any], float | None] | None = None,
 ) -> Any:
-    """Trace an LLM call: one CLIENT span with GenAI attributes, token usage and cost.
+    """Trace an LLM call: one CLIENT span with GenAI attributes, usage, cost and latency anatomy.
 
-    Usable bare (``@traced_llm``) or configured (``@traced_llm(provider="openai", model="gpt-4o")``).
-    When ``model`` is not given, a ``model=`` keyword argument of the call is read (not removed).
-    Usage is read from the return value (OpenAI and Anthropic objects or dicts) and priced with
-    genai-prices or the ``prices`` given to ``init``. Exceptions are recorded and re-raised unchanged.
+    Works on sync and async functions, sync and async generators, and functions returning a
+    provider stream; a stream's span ends when it is exhausted, closed or abandoned (then
+    ``infersight.stream.aborted=true``). Arguments named ``model``, ``messages``,
+    ``queued_at`` (a ``time.time()`` from when the request was queued) and the like are read,
+    never removed. ``queue_wait_from(result)`` may return a provider-reported queue time in
+    seconds (e.g. from an ``x-queue-time`` header); it is then split out of TTFT.
+    Exceptions are recorded, classified (transient/logic) and re-raised unchanged.
     """
-    spec = _Spec("chat" if not operation else operation, SpanKind.CLIENT, _llm_result, provider, model)
+    spec = Spec(operation or "chat", SpanKind.CLIENT, llm_result, llm_stream, provider, model,
+                queue_wait_from=queue_wait_from)
     return _decorator(spec, func)
 
 
@@ -228,14 +220,14 @@ def traced_retrieval(
     data_source: str | None = None,
     top_k: int | None = None,
 ) -> Any:
-    """Trace a retrieval step: data source, ``top_k`` (or the call's ``top_k=``/``k=``) and hits returned."""
+    """Trace a retrieval step: data source, ``top_k`` (or the call's ``top_k``/``k``), hits returned
+    and their score min/mean/max (from ``score`` fields or ``(document, score)`` pairs)."""
     attributes: dict[str, Any] = {}
     if data_source:
         attributes[_attrs.DATA_SOURCE] = data_source
     if top_k is not None:
         attributes[_attrs.TOP_K] = top_k
-    spec = _Spec("retrieval", SpanKind.CLIENT, _retrieval_result, attributes=attributes)
-    return _decorator(spec, func)
+    return _decorator(Spec("retrieval", SpanKind.CLIENT, retrieval_result, attributes=attributes), func)
 
 
 def traced_rerank(
@@ -244,6 +236,18 @@ def traced_rerank(
     *,
     model: str | None = None,
 ) -> Any:
-    """Trace a rerank step: model and candidate counts in (the call's ``documents=``) and out."""
-    spec = _Spec("rerank", SpanKind.INTERNAL, _rerank_result, model=model)
-    return _decorator(spec, func)
+    """Trace a rerank step: model, candidates in (the call's ``documents``) and out, time per candidate."""
+    return _decorator(Spec("rerank", SpanKind.INTERNAL, rerank_result, model=model), func)
+
+
+@contextlib.contextmanager
+def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
+    """A plain span for any other step (tool call, guardrail, parsing), with the current tenant.
+
+    Exceptions are recorded and re-raised; attributes may be set on the yielded span.
+    """
+    from ._attribution import current
+
+    attrs = {**current().attributes(), **attributes}
+    with _setup.tracer().start_as_current_span(name, attributes=attrs) as s:
+        yield s

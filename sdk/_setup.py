@@ -11,13 +11,15 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
+from ._content import Redactor, redact_builtin
 from ._pricing import ModelRates, rates_from_mapping
 
 logger = logging.getLogger("infersight.sdk")
@@ -26,8 +28,19 @@ _SCOPE = "infersight.sdk"
 _DEFAULT_ENDPOINT = "http://localhost:4318"
 
 
+class Options:
+    """What the decorators capture; read on every call, so plain attributes."""
+
+    def __init__(self) -> None:
+        self.capture_content = True
+        self.max_content_chars = 16_384
+        self.redactors: tuple[Redactor, ...] = (redact_builtin,)
+        self.stall_threshold_s = 1.0
+
+
 class _State:
     def __init__(self) -> None:
+        self.options = Options()
         self.lock = threading.Lock()
         self.initialised = False
         self.tracer: trace.Tracer | None = None
@@ -52,6 +65,10 @@ def price_override(model: str) -> ModelRates | None:
     return _state.price_overrides.get(model)
 
 
+def options() -> Options:
+    return _state.options
+
+
 def init(
     *,
     service_name: str,
@@ -61,6 +78,12 @@ def init(
     prices: Mapping[str, Mapping[str, float]] | None = None,
     service_version: str | None = None,
     export: bool = True,
+    sample_rate: float = 1.0,
+    capture_content: bool = True,
+    max_content_chars: int = 16_384,
+    redact: Sequence[Redactor] = (),
+    builtin_redaction: bool = True,
+    stall_threshold_s: float = 1.0,
 ) -> None:
     """Configure the SDK once per process.
 
@@ -77,6 +100,15 @@ def init(
             fine-tuned models that genai-prices cannot know.
         service_version: ``service.version`` of a provider created here.
         export: when False, no OTLP exporter is added (the app exports spans its own way).
+        sample_rate: share of traces kept (head sampling on the trace id, so a trace is kept or
+            dropped whole; errors cannot be chosen at the head). Only for a provider created here.
+        capture_content: record prompts and completions as ``gen_ai.input.messages`` /
+            ``gen_ai.output.messages``.
+        max_content_chars: truncate captured content beyond this many characters per span side.
+        redact: functions ``str -> str`` applied to captured content before it leaves the process,
+            after the built-in patterns (emails, phone numbers, API keys, card numbers) unless
+            ``builtin_redaction=False``.
+        stall_threshold_s: an inter-chunk gap above this counts as a stall.
 
     Never raises: a bad setting is logged once and the SDK carries on without exporting.
     """
@@ -88,6 +120,14 @@ def init(
             _state.price_overrides = {m: rates_from_mapping(dict(p)) for m, p in (prices or {}).items()}
         except (KeyError, TypeError, ValueError) as exc:
             logger.warning("infersight: ignoring the 'prices' setting of init(): %r", exc)
+        opts = _state.options
+        opts.capture_content = bool(capture_content)
+        opts.max_content_chars = _positive("max_content_chars", max_content_chars, 16_384)
+        opts.stall_threshold_s = _positive("stall_threshold_s", stall_threshold_s, 1.0)
+        opts.redactors = ((redact_builtin,) if builtin_redaction else ()) + tuple(redact)
+        if not 0.0 <= sample_rate <= 1.0:
+            logger.warning("infersight: 'sample_rate' must be within [0, 1]; got %r, using 1.0", sample_rate)
+            sample_rate = 1.0
         provider = tracer_provider
         global_provider = trace.get_tracer_provider()
         if provider is None and isinstance(global_provider, TracerProvider):
@@ -97,7 +137,8 @@ def init(
             attrs = {"service.name": service_name}
             if service_version:
                 attrs["service.version"] = service_version
-            provider = TracerProvider(resource=Resource.create(attrs))
+            sampler = ParentBased(TraceIdRatioBased(sample_rate))
+            provider = TracerProvider(resource=Resource.create(attrs), sampler=sampler)
         if export:
             try:
                 _state.processor = BatchSpanProcessor(_exporter(endpoint, api_key))
@@ -112,12 +153,19 @@ def init(
         _state.initialised = True
 
 
+def _positive(name: str, value: float, default: float):  # -> same type as value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return value
+    logger.warning("infersight: '%s' must be a positive number; got %r, using %r", name, value, default)
+    return default
+
+
 def _exporter(endpoint: str | None, api_key: str | None):  # -> OTLPSpanExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or _DEFAULT_ENDPOINT
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    return OTLPSpanExporter(endpoint=base.rstrip("/") + "/v1/traces", headers=headers)
+    return OTLPSpanExporter(endpoint=base.rstrip("/") + "/v1/traces", headers=headers, timeout=5)
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
@@ -128,11 +176,25 @@ def force_flush(timeout_millis: int = 30_000) -> bool:
     return processor.force_flush(timeout_millis)
 
 
-def shutdown() -> None:
-    """Flush and stop the SDK's exporter (and the provider, if ``init`` created it)."""
+def shutdown(timeout_s: float = 5.0) -> None:
+    """Flush and stop the SDK's exporter (and the provider, if ``init`` created it).
+
+    Waits at most ``timeout_s``: with the collector unreachable, the exporter's retries would
+    otherwise hold the application's exit for tens of seconds. Spans not exported by then
+    are dropped with a warning.
+    """
     with _state.lock:
         if _state.owns_provider and _state.provider is not None:
-            _state.provider.shutdown()  # also shuts down the processor
+            target = _state.provider.shutdown  # also shuts down the processor
         elif _state.processor is not None:
-            _state.processor.shutdown()
+            target = _state.processor.shutdown
+        else:
+            target = None
         _state.__init__()
+    if target is None:
+        return
+    worker = threading.Thread(target=target, name="infersight-shutdown", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        logger.warning("infersight: export did not finish within %.1f s; unsent spans are dropped", timeout_s)

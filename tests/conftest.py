@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -21,14 +22,24 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """The SDK attached to a provider that keeps finished spans in memory."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "test-app"}))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    sdk.init(service_name="test-app", tracer_provider=provider, export=False)
-    yield exporter
+def make_sdk() -> Iterator[Callable[..., InMemorySpanExporter]]:
+    """``make_sdk(**init_options)``: the SDK on a provider that keeps finished spans in memory."""
+
+    def make(**options: Any) -> InMemorySpanExporter:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource.create({"service.name": "test-app"}))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        sdk.init(service_name="test-app", tracer_provider=provider, export=False, **options)
+        return exporter
+
+    yield make
     sdk.shutdown()
+
+
+@pytest.fixture
+def spans(make_sdk) -> InMemorySpanExporter:
+    """The SDK with default options, keeping finished spans in memory."""
+    return make_sdk()
 
 
 @pytest.fixture

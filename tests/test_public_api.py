@@ -8,8 +8,9 @@ from infersight import collector, dashboards, sdk
 
 EXPECTED = {
     sdk: [
-        "failure_count", "force_flush", "init", "shutdown", "tenant",
-        "traced_llm", "traced_rerank", "traced_retrieval",
+        "classify_error", "failure_count", "force_flush", "init", "mark_cache_hit",
+        "mark_fallback", "mark_retry", "mark_started", "redact_builtin", "shutdown", "span",
+        "tenant", "traced_llm", "traced_rerank", "traced_retrieval",
     ],
     collector: [
         "BadRequest", "ChdbStore", "DataDirLocked", "InfersightError", "PayloadTooLarge",

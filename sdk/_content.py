@@ -1,0 +1,116 @@
+"""Prompt and completion capture: GenAI message JSON, truncated and redacted in-process.
+
+Redaction runs before anything is set on a span, so secrets never reach the exporter. The
+built-in patterns favour precision: card numbers must pass the Luhn check, phone numbers need
+a leading ``+`` or a separator pattern, API keys are matched by their vendors' prefixes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ._usage import _get
+
+Redactor = Callable[[str], str]
+
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}\b")
+_API_KEY = re.compile(
+    r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|isk_[A-Za-z0-9_-]{16,})"
+)
+_CARD = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match.group())
+    return "[CARD]" if 13 <= len(digits) <= 19 and _luhn_ok(digits) else match.group()
+
+
+def redact_builtin(text: str) -> str:
+    """Replace emails, phone numbers, API keys and card numbers with ``[EMAIL]``-style markers."""
+    text = _API_KEY.sub("[API_KEY]", text)
+    text = _EMAIL.sub("[EMAIL]", text)
+    text = _CARD.sub(_card, text)
+    return _PHONE.sub("[PHONE]", text)
+
+
+def apply_redactors(text: str, redactors: Iterable[Redactor]) -> str:
+    for redactor in redactors:
+        text = redactor(text)
+    return text
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts / Anthropic content blocks
+        parts = []
+        for part in content:
+            text = _get(part, "text")
+            if isinstance(text, str):
+                parts.append(text)
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+def input_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """GenAI ``gen_ai.input.messages`` from a call's ``messages=``/``input=``/``prompt=`` argument."""
+    messages = kwargs.get("messages")
+    out: list[dict[str, Any]] = []
+    if isinstance(messages, (list, tuple)):
+        for message in messages:
+            role = _get(message, "role")
+            out.append({"role": role if isinstance(role, str) else "user",
+                        "parts": [{"type": "text", "content": _text_of(_get(message, "content"))}]})
+    system = kwargs.get("system")
+    if isinstance(system, str):
+        out.insert(0, {"role": "system", "parts": [{"type": "text", "content": system}]})
+    for name in ("input", "prompt"):
+        value = kwargs.get(name)
+        if isinstance(value, str):
+            out.append({"role": "user", "parts": [{"type": "text", "content": value}]})
+    return out or None
+
+
+def output_text(result: Any) -> str | None:
+    """The answer's text from a provider response (OpenAI, Anthropic, Responses API) or a string."""
+    if isinstance(result, str):
+        return result
+    choices = _get(result, "choices")
+    if isinstance(choices, (list, tuple)) and choices:
+        return _text_of(_get(_get(choices[0], "message"), "content"))
+    content = _get(result, "content")
+    if isinstance(content, list):
+        return _text_of(content)
+    text = _get(result, "output_text")
+    return text if isinstance(text, str) else None
+
+
+def messages_json(
+    messages: list[dict[str, Any]], redactors: Iterable[Redactor], limit_chars: int
+) -> tuple[str, bool]:
+    """Redact every text part, truncate the total to ``limit_chars``; returns (json, truncated)."""
+    remaining = limit_chars
+    truncated = False
+    for message in messages:
+        for part in message["parts"]:
+            text = apply_redactors(part["content"], redactors)
+            if len(text) > remaining:
+                text, truncated = text[: max(remaining, 0)], True
+            remaining -= len(text)
+            part["content"] = text
+    return json.dumps(messages, ensure_ascii=False, separators=(",", ":")), truncated

@@ -1,0 +1,204 @@
+"""Streamed answers: per-chunk timing (TTFT, inter-token latency) and usage read from the chunks.
+
+:class:`StreamStats` sees every chunk, so it is the SDK's hottest code: a clock read, a list
+append and a few attribute lookups per chunk. Percentiles and usage are computed once, at the end.
+Understood chunk shapes: plain ``str``; OpenAI Chat Completions chunks (objects or dicts, with
+the final ``usage`` chunk of ``stream_options={"include_usage": True}``); Anthropic stream events
+(``message_start`` usage and model, ``content_block_delta`` text, ``message_delta`` output usage
+and stop reason).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ._usage import Usage, _get, _read_counts
+
+_now_ns = time.perf_counter_ns
+
+
+class StreamStats:
+    """Timing and usage of one stream, fed chunk by chunk."""
+
+    __slots__ = ("start_ns", "first_ns", "last_ns", "gaps_ns", "chunks", "usage", "text", "keep_text")
+
+    def __init__(self, start_ns: int, *, keep_text: bool) -> None:
+        self.start_ns = start_ns
+        self.first_ns: int | None = None
+        self.last_ns = start_ns
+        self.gaps_ns: list[int] = []
+        self.chunks = 0
+        self.usage = Usage()
+        self.text: list[str] = []
+        self.keep_text = keep_text
+
+    def observe(self, chunk: Any) -> None:
+        now = _now_ns()
+        self.chunks += 1
+        text = _chunk_text(chunk, self.usage)
+        if text:
+            if self.first_ns is None:
+                self.first_ns = now
+            else:
+                self.gaps_ns.append(now - self.last_ns)
+            self.last_ns = now
+            if self.keep_text:
+                self.text.append(text)
+
+
+def _chunk_text(chunk: Any, usage: Usage) -> str | None:
+    """The text a chunk carries; usage, model and finish reason are recorded into ``usage``."""
+    if isinstance(chunk, str):
+        return chunk
+    if isinstance(chunk, bytes):
+        return chunk.decode("utf-8", "replace")
+    kind = _get(chunk, "type")
+    if isinstance(kind, str):  # Anthropic stream event
+        return _anthropic_event(chunk, kind, usage)
+    choices = _get(chunk, "choices")
+    raw_usage = _get(chunk, "usage")
+    if raw_usage is not None:
+        _read_counts(raw_usage, usage)
+    if usage.response_model is None:
+        model = _get(chunk, "model")
+        if isinstance(model, str):
+            usage.response_model = model
+    if not choices:
+        return None
+    first = choices[0]
+    reason = _get(first, "finish_reason")
+    if isinstance(reason, str):
+        usage.finish_reasons = (reason,)
+    content = _get(_get(first, "delta"), "content")
+    return content if isinstance(content, str) else None
+
+
+def _anthropic_event(event: Any, kind: str, usage: Usage) -> str | None:
+    if kind == "content_block_delta":
+        text = _get(_get(event, "delta"), "text")
+        return text if isinstance(text, str) else None
+    if kind == "message_start":
+        message = _get(event, "message")
+        model = _get(message, "model")
+        if isinstance(model, str):
+            usage.response_model = model
+        raw = _get(message, "usage")
+        if raw is not None:
+            _read_counts(raw, usage)  # output_tokens here is a placeholder; message_delta has the total
+    elif kind == "message_delta":
+        output = _get(_get(event, "usage"), "output_tokens")
+        if isinstance(output, int):
+            usage.output_tokens = output  # cumulative in Anthropic's protocol
+        reason = _get(_get(event, "delta"), "stop_reason")
+        if isinstance(reason, str):
+            usage.finish_reasons = (reason,)
+    return None
+
+
+class TracedStream:
+    """A provider's sync stream, observed chunk by chunk; behaves like the stream it wraps.
+
+    The span ends when the stream is exhausted, raises, is closed, leaves its ``with`` block,
+    or is garbage-collected unfinished (then it is marked aborted).
+    """
+
+    def __init__(self, inner: Any, stats: StreamStats, finish: Callable[[BaseException | None, bool], None]) -> None:
+        self._inner = inner
+        self._iterator = iter(inner)
+        self._stats = stats
+        self._finish = finish
+
+    def __iter__(self) -> TracedStream:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            chunk = next(self._iterator)
+        except StopIteration:
+            self._finish(None, False)
+            raise
+        except BaseException as exc:
+            self._finish(exc, False)
+            raise
+        self._stats.observe(chunk)
+        return chunk
+
+    def close(self) -> None:
+        self._finish(None, True)
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> TracedStream:
+        enter = getattr(self._inner, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        self._finish(exc_info[1], True)
+        exit_ = getattr(self._inner, "__exit__", None)
+        return exit_(*exc_info) if exit_ is not None else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class TracedAsyncStream:
+    """The async twin of :class:`TracedStream`."""
+
+    def __init__(self, inner: Any, stats: StreamStats, finish: Callable[[BaseException | None, bool], None]) -> None:
+        self._inner = inner
+        self._iterator = inner.__aiter__()
+        self._stats = stats
+        self._finish = finish
+
+    def __aiter__(self) -> TracedAsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await self._iterator.__anext__()
+        except StopAsyncIteration:
+            self._finish(None, False)
+            raise
+        except BaseException as exc:
+            self._finish(exc, False)
+            raise
+        self._stats.observe(chunk)
+        return chunk
+
+    async def aclose(self) -> None:
+        self._finish(None, True)
+        for name in ("aclose", "close"):
+            close = getattr(self._inner, name, None)
+            if close is not None:
+                result = close()
+                if hasattr(result, "__await__"):
+                    await result
+                return
+
+    async def __aenter__(self) -> TracedAsyncStream:
+        enter = getattr(self._inner, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        self._finish(exc_info[1], True)
+        exit_ = getattr(self._inner, "__aexit__", None)
+        return (await exit_(*exc_info)) if exit_ is not None else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def is_sync_stream(value: Any) -> bool:
+    """A returned value the SDK should observe as a stream: an iterator that is not a container."""
+    return hasattr(value, "__next__") and not isinstance(value, (str, bytes, dict, list, tuple))
+
+
+def is_async_stream(value: Any) -> bool:
+    return hasattr(value, "__anext__")

@@ -1,0 +1,141 @@
+"""Streams: every shape, consumed fully, partially, abandoned; TTFT and inter-token latency."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import time
+
+import pytest
+from opentelemetry.trace import StatusCode
+
+from infersight import sdk
+
+
+def one(spans):
+    finished = spans.get_finished_spans()
+    assert len(finished) == 1, [s.name for s in finished]
+    return finished[0].attributes, finished[0]
+
+
+def slow_words(first_delay: float, gap: float, words: list[str]):
+    time.sleep(first_delay)
+    for i, w in enumerate(words):
+        if i:
+            time.sleep(gap)
+        yield w
+
+
+def test_sync_generator_timing_matches_known_delays(make_sdk):
+    spans = make_sdk(stall_threshold_s=0.15)
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    def stream(prompt: str):
+        yield from slow_words(0.12, 0.03, ["a", "b", "c", "d"])
+        time.sleep(0.2)  # one stall
+        yield "e"
+
+    assert "".join(stream(prompt="hello")) == "abcde"
+    a, span = one(spans)
+    assert 0.11 <= a["gen_ai.response.time_to_first_chunk"] < 0.5
+    assert 0.025 <= a["infersight.itl.p50_s"] < 0.15
+    assert 0.19 <= a["infersight.itl.max_s"] < 0.6
+    assert a["infersight.itl.stalls"] == 1
+    assert a["infersight.stream.chunks"] == 5
+    assert "infersight.stream.aborted" not in a
+    # no usage from the provider: estimated, and marked as such
+    assert a["infersight.usage.estimated"] is True
+    assert a["gen_ai.usage.output_tokens"] >= 1
+    assert json.loads(a["gen_ai.output.messages"])[0]["parts"][0]["content"] == "abcde"
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def test_generator_closed_early_ends_span_as_aborted(spans):
+    @sdk.traced_llm(model="gpt-4o-mini")
+    def stream():
+        yield from ["x", "y", "z"]
+
+    gen = stream()
+    assert next(gen) == "x"
+    gen.close()
+    a, _ = one(spans)
+    assert a["infersight.stream.aborted"] is True
+    assert a["infersight.stream.chunks"] == 1
+
+
+def test_abandoned_generator_ends_span_when_collected(spans):
+    @sdk.traced_llm(model="gpt-4o-mini")
+    def stream():
+        yield from ["x", "y", "z"]
+
+    gen = stream()
+    next(gen)
+    del gen
+    gc.collect()
+    a, _ = one(spans)
+    assert a["infersight.stream.aborted"] is True
+
+
+def test_async_generator_error_midstream_is_recorded_and_reraised(spans):
+    @sdk.traced_llm(model="gpt-4o-mini")
+    async def stream():
+        yield "partial "
+        await asyncio.sleep(0.01)
+        raise ConnectionResetError("peer went away")
+
+    async def consume():
+        out = []
+        with pytest.raises(ConnectionResetError):
+            async for chunk in stream():
+                out.append(chunk)
+        return out
+
+    assert asyncio.run(consume()) == ["partial "]
+    a, span = one(spans)
+    assert span.status.status_code is StatusCode.ERROR
+    assert a["infersight.error.class"] == "transient"
+    assert a["infersight.stream.chunks"] == 1
+
+
+def test_async_generator_fully_consumed(spans):
+    @sdk.traced_llm(model="gpt-4o-mini")
+    async def stream():
+        for w in ["one ", "two"]:
+            await asyncio.sleep(0.02)
+            yield w
+
+    async def consume():
+        return [c async for c in stream()]
+
+    assert asyncio.run(consume()) == ["one ", "two"]
+    a, _ = one(spans)
+    assert a["gen_ai.response.time_to_first_chunk"] >= 0.015
+    assert "infersight.stream.aborted" not in a
+
+
+def test_returned_iterator_is_wrapped_and_span_waits_for_it(spans):
+    @sdk.traced_llm(model="gpt-4o-mini")
+    def call():
+        return iter(["a", "b"])
+
+    stream = call()
+    assert spans.get_finished_spans() == ()  # still open while the stream is unread
+    assert list(stream) == ["a", "b"]
+    a, _ = one(spans)
+    assert a["infersight.stream.chunks"] == 2
+
+
+def test_child_spans_inside_a_generator_are_parented(spans):
+    @sdk.traced_retrieval(data_source="kb")
+    def retrieve():
+        return ["doc"]
+
+    @sdk.traced_llm(model="gpt-4o-mini")
+    def stream():
+        retrieve()
+        yield "x"
+
+    list(stream())
+    by_op = {s.attributes["gen_ai.operation.name"]: s for s in spans.get_finished_spans()}
+    assert by_op["retrieval"].parent.span_id == by_op["chat"].context.span_id
