@@ -22,6 +22,7 @@ from ._decorators import span, traced_llm, traced_rerank, traced_retrieval
 from ._errors import classify as classify_error
 from ._guard import failure_count
 from ._markers import mark_cache_hit, mark_fallback, mark_retry
+from ._metrics import watch_queue
 from ._setup import force_flush, init, shutdown
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "traced_llm",
     "traced_rerank",
     "traced_retrieval",
+    "watch_queue",
 ]

@@ -52,7 +52,8 @@ class Spec:
 class Call:
     """One traced invocation. Created by :func:`begin`; ended exactly once."""
 
-    __slots__ = ("spec", "span", "token", "kwargs", "start_ns", "ended", "model", "queue_wait", "queue_source")
+    __slots__ = ("spec", "span", "token", "kwargs", "start_ns", "ended", "model", "queue_wait", "queue_source",
+                 "input_tokens", "output_tokens", "ttft_s")
 
     def __init__(self, spec: Spec, span: trace.Span, kwargs: Mapping[str, Any], model: str | None) -> None:
         self.spec = spec
@@ -64,6 +65,10 @@ class Call:
         self.ended = False
         self.queue_wait: float | None = None
         self.queue_source: str | None = None
+        # filled in by the result hooks for the metrics recorded at the end
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.ttft_s: float | None = None
 
     def detach(self) -> None:
         if self.token is None:
@@ -86,6 +91,7 @@ class Call:
             record_failure("result attributes", exc)
         finally:
             self.span.end()
+            self._record_metrics(None)
 
     def end_stream(self, stats: StreamStats, error: BaseException | None, aborted: bool) -> None:
         """End after a stream: exhausted (``aborted=False``), failed, or closed/abandoned early."""
@@ -105,6 +111,7 @@ class Call:
             record_failure("stream attributes", exc)
         finally:
             self.span.end()
+            self._record_metrics(error)
 
     def end_error(self, error: BaseException) -> None:
         self.detach()
@@ -118,6 +125,25 @@ class Call:
             record_failure("error attributes", exc)
         finally:
             self.span.end()
+            self._record_metrics(error)
+
+    def _record_metrics(self, error: BaseException | None) -> None:
+        instruments = _setup.instruments()
+        if instruments is None:
+            return
+        try:
+            attributes = {_attrs.OPERATION: self.spec.operation}
+            if self.spec.provider:
+                attributes[_attrs.PROVIDER] = self.spec.provider
+            if self.model:
+                attributes[_attrs.REQUEST_MODEL] = self.model
+            if error is not None:
+                attributes[_attrs.ERROR_TYPE] = type(error).__qualname__
+            instruments.record(
+                attributes, self.elapsed_s(time.perf_counter_ns()), self.input_tokens, self.output_tokens, self.ttft_s
+            )
+        except Exception as exc:
+            record_failure("metrics", exc)
 
     def read_queue_wait(self, result: Any) -> None:
         """Ask the decorator's ``queue_wait_from`` hook for a provider-reported queue time."""

@@ -25,7 +25,7 @@ def llm_stream(call: Call, stats: StreamStats) -> None:
     span = call.span
     span.set_attribute(_attrs.STREAM_CHUNKS, stats.chunks)
     if stats.first_ns is not None:
-        ttft = call.elapsed_s(stats.first_ns)
+        ttft = call.ttft_s = call.elapsed_s(stats.first_ns)
         span.set_attribute(_attrs.TTFT_S, ttft)
         gaps = sorted(stats.gaps_ns)
         if gaps:
@@ -51,6 +51,7 @@ def _record_llm(call: Call, usage: Usage, text_of: Any, stats: StreamStats | Non
     if usage.input_tokens is None and usage.output_tokens is None:
         _estimate(call, usage, text)
     _set_usage(span, usage)
+    call.input_tokens, call.output_tokens = usage.input_tokens, usage.output_tokens
     _set_cost(call, usage)
     _set_queue_and_prefill(call, stats, usage)
     if opts.capture_content:

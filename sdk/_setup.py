@@ -13,13 +13,17 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
-from opentelemetry import trace
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from ._content import Redactor, redact_builtin
+from ._guard import record_failure
+from ._metrics import Instruments
 from ._pricing import ModelRates, rates_from_mapping
 
 logger = logging.getLogger("infersight.sdk")
@@ -48,6 +52,9 @@ class _State:
         self.processor: SpanProcessor | None = None
         self.owns_provider = False
         self.price_overrides: dict[str, ModelRates] = {}
+        self.instruments: Instruments | None = None
+        self.meter_provider: MeterProvider | None = None
+        self.owns_meter_provider = False
 
 
 _state = _State()
@@ -69,6 +76,10 @@ def options() -> Options:
     return _state.options
 
 
+def instruments() -> Instruments | None:
+    return _state.instruments
+
+
 def init(
     *,
     service_name: str,
@@ -84,6 +95,8 @@ def init(
     redact: Sequence[Redactor] = (),
     builtin_redaction: bool = True,
     stall_threshold_s: float = 1.0,
+    meter_provider: MeterProvider | None = None,
+    metrics_interval_s: float = 10.0,
 ) -> None:
     """Configure the SDK once per process.
 
@@ -109,6 +122,10 @@ def init(
             after the built-in patterns (emails, phone numbers, API keys, card numbers) unless
             ``builtin_redaction=False``.
         stall_threshold_s: an inter-chunk gap above this counts as a stall.
+        meter_provider: an OpenTelemetry SDK meter provider for the GenAI histograms and the
+            ``watch_queue`` gauges. Without one (and without a global SDK one), a provider
+            exporting OTLP metrics to ``{endpoint}/v1/metrics`` every ``metrics_interval_s`` is
+            created when ``export`` is on.
 
     Never raises: a bad setting is logged once and the SDK carries on without exporting.
     """
@@ -149,8 +166,47 @@ def init(
             trace.set_tracer_provider(provider)
         _state.provider = provider
         _state.owns_provider = owns
+        _setup_metrics(meter_provider, endpoint, api_key, export, provider.resource, metrics_interval_s)
         _state.tracer = provider.get_tracer(_SCOPE)
         _state.initialised = True
+
+
+def _setup_metrics(
+    meter_provider: MeterProvider | None,
+    endpoint: str | None,
+    api_key: str | None,
+    export: bool,
+    resource: Resource,
+    interval_s: float,
+) -> None:
+    global_provider = metrics.get_meter_provider()
+    if meter_provider is None and isinstance(global_provider, MeterProvider):
+        meter_provider = global_provider
+    if meter_provider is None and export:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+            exporter = OTLPMetricExporter(
+                endpoint=_base_url(endpoint) + "/v1/metrics", headers=_auth_headers(api_key), timeout=5
+            )
+            reader = PeriodicExportingMetricReader(
+                exporter, export_interval_millis=_positive("metrics_interval_s", interval_s, 10.0) * 1000
+            )
+            meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+            _state.owns_meter_provider = True
+        except Exception as exc:
+            logger.warning("infersight: metrics export disabled: %r", exc)
+    if meter_provider is not None:
+        _state.meter_provider = meter_provider
+        _state.instruments = Instruments(meter_provider.get_meter(_SCOPE))
+
+
+def _base_url(endpoint: str | None) -> str:
+    return (endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
+
+
+def _auth_headers(api_key: str | None) -> dict[str, str] | None:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else None
 
 
 def _positive(name: str, value: float, default: float):  # -> same type as value
@@ -163,9 +219,7 @@ def _positive(name: str, value: float, default: float):  # -> same type as value
 def _exporter(endpoint: str | None, api_key: str | None):  # -> OTLPSpanExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    base = endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or _DEFAULT_ENDPOINT
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    return OTLPSpanExporter(endpoint=base.rstrip("/") + "/v1/traces", headers=headers, timeout=5)
+    return OTLPSpanExporter(endpoint=_base_url(endpoint) + "/v1/traces", headers=_auth_headers(api_key), timeout=5)
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
@@ -184,16 +238,25 @@ def shutdown(timeout_s: float = 5.0) -> None:
     are dropped with a warning.
     """
     with _state.lock:
+        targets = []
         if _state.owns_provider and _state.provider is not None:
-            target = _state.provider.shutdown  # also shuts down the processor
+            targets.append(_state.provider.shutdown)  # also shuts down the processor
         elif _state.processor is not None:
-            target = _state.processor.shutdown
-        else:
-            target = None
+            targets.append(_state.processor.shutdown)
+        if _state.owns_meter_provider and _state.meter_provider is not None:
+            targets.append(_state.meter_provider.shutdown)
         _state.__init__()
-    if target is None:
+    if not targets:
         return
-    worker = threading.Thread(target=target, name="infersight-shutdown", daemon=True)
+
+    def stop_all() -> None:
+        for target in targets:
+            try:
+                target()
+            except Exception as exc:
+                record_failure("shutdown", exc)
+
+    worker = threading.Thread(target=stop_all, name="infersight-shutdown", daemon=True)
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():

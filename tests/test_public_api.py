@@ -10,7 +10,7 @@ EXPECTED = {
     sdk: [
         "classify_error", "failure_count", "force_flush", "init", "mark_cache_hit",
         "mark_fallback", "mark_retry", "mark_started", "redact_builtin", "shutdown", "span",
-        "tenant", "traced_llm", "traced_rerank", "traced_retrieval",
+        "tenant", "traced_llm", "traced_rerank", "traced_retrieval", "watch_queue",
     ],
     collector: [
         "BadRequest", "ChdbStore", "DataDirLocked", "InfersightError", "PayloadTooLarge",

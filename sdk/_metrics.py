@@ -1,0 +1,129 @@
+"""OpenTelemetry metrics: GenAI client histograms and the queue gauges of :func:`watch_queue`.
+
+Histograms use the bucket boundaries the GenAI semantic conventions advise, so they aggregate
+with other instrumentations' series. Queue gauges are observed on the metric reader's thread,
+never on the application's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from ._guard import record_failure
+
+DURATION_BUCKETS_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+
+QUEUE_DEPTH = "infersight.queue.depth"
+QUEUE_OLDEST_AGE = "infersight.queue.oldest_age"
+QUEUE_NAME = "infersight.queue.name"
+
+
+class Instruments:
+    """The histograms the decorators record into; one set per configured meter."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.duration = meter.create_histogram(
+            "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
+        )
+        self.tokens = meter.create_histogram(
+            "gen_ai.client.token.usage", unit="{token}", description="Tokens used per operation",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self.ttft = meter.create_histogram(
+            "gen_ai.client.operation.time_to_first_chunk", unit="s", description="Time to the first streamed chunk",
+            explicit_bucket_boundaries_advisory=TTFT_BUCKETS_S,
+        )
+        meter.create_observable_gauge(QUEUE_DEPTH, [_observe_depth], unit="{item}", description="Items waiting")
+        meter.create_observable_gauge(
+            QUEUE_OLDEST_AGE, [_observe_oldest_age], unit="s", description="Age of the oldest waiting item"
+        )
+
+    def record(
+        self,
+        attributes: dict[str, Any],
+        duration_s: float,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        ttft_s: float | None,
+    ) -> None:
+        self.duration.record(duration_s, attributes)
+        if input_tokens is not None:
+            self.tokens.record(input_tokens, {**attributes, "gen_ai.token.type": "input"})
+        if output_tokens is not None:
+            self.tokens.record(output_tokens, {**attributes, "gen_ai.token.type": "output"})
+        if ttft_s is not None:
+            self.ttft.record(ttft_s, attributes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Watched:
+    name: str
+    depth_fn: Callable[[], float]
+    oldest_age_fn: Callable[[], float | None] | None
+
+
+_watched: dict[int, _Watched] = {}
+_watched_lock = threading.Lock()
+_ids = itertools.count(1)
+
+
+class QueueWatch:
+    """Handle returned by :func:`watch_queue`; :meth:`stop` ends the reporting."""
+
+    def __init__(self, key: int) -> None:
+        self._key = key
+
+    def stop(self) -> None:
+        with _watched_lock:
+            _watched.pop(self._key, None)
+
+
+def watch_queue(
+    name: str, depth_fn: Callable[[], float], oldest_age_fn: Callable[[], float | None] | None = None
+) -> QueueWatch:
+    """Report a queue's depth (and the age in seconds of its oldest item) as OTel gauges.
+
+    ``depth_fn`` and ``oldest_age_fn`` are called on the metrics thread every export interval
+    (after ``init``); they must be cheap and thread-safe, e.g. ``queue.qsize``. An exception in
+    them is counted and the sample skipped. The collector's "queue does not drain" alert reads
+    these series.
+    """
+    key = next(_ids)
+    with _watched_lock:
+        _watched[key] = _Watched(name, depth_fn, oldest_age_fn)
+    return QueueWatch(key)
+
+
+def _snapshot() -> list[_Watched]:
+    with _watched_lock:
+        return list(_watched.values())
+
+
+def _observe_depth(options: CallbackOptions) -> Iterable[Observation]:
+    for watched in _snapshot():
+        try:
+            yield Observation(float(watched.depth_fn()), {QUEUE_NAME: watched.name})
+        except Exception as exc:
+            record_failure(f"watch_queue({watched.name!r}) depth_fn", exc)
+
+
+def _observe_oldest_age(options: CallbackOptions) -> Iterable[Observation]:
+    for watched in _snapshot():
+        if watched.oldest_age_fn is None:
+            continue
+        try:
+            age = watched.oldest_age_fn()
+        except Exception as exc:
+            record_failure(f"watch_queue({watched.name!r}) oldest_age_fn", exc)
+            continue
+        if age is not None:
+            yield Observation(float(age), {QUEUE_NAME: watched.name})
