@@ -16,13 +16,15 @@ from ._usage import _get
 
 Redactor = Callable[[str], str]
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
-_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}\b")
-_API_KEY = re.compile(
-    r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|isk_[A-Za-z0-9_-]{16,})"
-)
-_CARD = re.compile(r"\b(?:\d[ -]?){12,18}\d\b")
+_PATTERNS = {
+    "API_KEY": r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|isk_[A-Za-z0-9_-]{16,})",
+    "EMAIL": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
+    "CARD": r"\b(?:\d[ -]?){12,18}\d\b",
+    "PHONE": r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}\b",
+}
+# One alternation, one scan of the text: redaction runs on the application's thread.
+_SENSITIVE = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _PATTERNS.items()))
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -35,17 +37,18 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _card(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group())
-    return "[CARD]" if 13 <= len(digits) <= 19 and _luhn_ok(digits) else match.group()
+def _replace(match: re.Match[str]) -> str:
+    kind = match.lastgroup
+    if kind == "CARD":
+        digits = re.sub(r"\D", "", match.group())
+        if not (13 <= len(digits) <= 19 and _luhn_ok(digits)):
+            return match.group()
+    return f"[{kind}]"
 
 
 def redact_builtin(text: str) -> str:
     """Replace emails, phone numbers, API keys and card numbers with ``[EMAIL]``-style markers."""
-    text = _API_KEY.sub("[API_KEY]", text)
-    text = _EMAIL.sub("[EMAIL]", text)
-    text = _CARD.sub(_card, text)
-    return _PHONE.sub("[PHONE]", text)
+    return _SENSITIVE.sub(_replace, text)
 
 
 def apply_redactors(text: str, redactors: Iterable[Redactor]) -> str:

@@ -172,6 +172,9 @@ def _record_error(span: trace.Span, error: BaseException) -> None:
 def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -> Call | None:
     """Start the span (and make it current unless told not to); ``None`` if the SDK failed."""
     try:
+        tracer = _setup.tracer()
+        if tracer is None:
+            return None
         model = spec.model
         if model is None and isinstance(kwargs.get("model"), str):
             model = kwargs["model"]
@@ -186,7 +189,7 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 attributes[name] = value
         attributes.update(current_attribution().attributes())
-        span = _setup.tracer().start_span(spec.span_name(model), kind=spec.span_kind, attributes=attributes)
+        span = tracer.start_span(spec.span_name(model), kind=spec.span_kind, attributes=attributes)
         call = Call(spec, span, kwargs, model)
         queued_at = kwargs.get("queued_at")
         if isinstance(queued_at, (int, float)) and not isinstance(queued_at, bool):

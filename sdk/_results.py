@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from opentelemetry import trace
-
 from . import _attrs, _setup
 from ._content import input_messages, messages_json, output_text
 from ._estimate import estimate_tokens
@@ -17,24 +15,30 @@ from ._streams import StreamStats
 from ._usage import Usage, extract_usage
 
 
+# The hooks collect attributes into one dict and set them with one call: the SDK span takes a
+# lock per set_attribute call, which showed up in the overhead profile.
+
+
 def llm_result(call: Call, result: Any) -> None:
-    _record_llm(call, extract_usage(result), lambda: output_text(result))
+    out: dict[str, Any] = {}
+    _record_llm(call, out, extract_usage(result), lambda: output_text(result))
+    call.span.set_attributes(out)
 
 
 def llm_stream(call: Call, stats: StreamStats) -> None:
-    span = call.span
-    span.set_attribute(_attrs.STREAM_CHUNKS, stats.chunks)
+    out: dict[str, Any] = {_attrs.STREAM_CHUNKS: stats.chunks}
     if stats.first_ns is not None:
         ttft = call.ttft_s = call.elapsed_s(stats.first_ns)
-        span.set_attribute(_attrs.TTFT_S, ttft)
+        out[_attrs.TTFT_S] = ttft
         gaps = sorted(stats.gaps_ns)
         if gaps:
-            span.set_attribute(_attrs.ITL_P50_S, _quantile(gaps, 0.5) / 1e9)
-            span.set_attribute(_attrs.ITL_P95_S, _quantile(gaps, 0.95) / 1e9)
-            span.set_attribute(_attrs.ITL_MAX_S, gaps[-1] / 1e9)
+            out[_attrs.ITL_P50_S] = _quantile(gaps, 0.5) / 1e9
+            out[_attrs.ITL_P95_S] = _quantile(gaps, 0.95) / 1e9
+            out[_attrs.ITL_MAX_S] = gaps[-1] / 1e9
             threshold_ns = _setup.options().stall_threshold_s * 1e9
-            span.set_attribute(_attrs.ITL_STALLS, sum(1 for g in gaps if g > threshold_ns))
-    _record_llm(call, stats.usage, lambda: "".join(stats.text), stats)
+            out[_attrs.ITL_STALLS] = sum(1 for g in gaps if g > threshold_ns)
+    _record_llm(call, out, stats.usage, lambda: "".join(stats.text), stats)
+    call.span.set_attributes(out)
 
 
 def _quantile(sorted_values: list[int], q: float) -> float:
@@ -43,49 +47,51 @@ def _quantile(sorted_values: list[int], q: float) -> float:
     return float(sorted_values[index])
 
 
-def _record_llm(call: Call, usage: Usage, text_of: Any, stats: StreamStats | None = None) -> None:
-    span, opts = call.span, _setup.options()
+def _record_llm(
+    call: Call, out: dict[str, Any], usage: Usage, text_of: Any, stats: StreamStats | None = None
+) -> None:
+    opts = _setup.options()
     text: str | None = None
     if opts.capture_content or (usage.input_tokens is None and usage.output_tokens is None):
         text = text_of()
     if usage.input_tokens is None and usage.output_tokens is None:
-        _estimate(call, usage, text)
-    _set_usage(span, usage)
+        _estimate(call, out, usage, text)
+    _set_usage(out, usage)
     call.input_tokens, call.output_tokens = usage.input_tokens, usage.output_tokens
-    _set_cost(call, usage)
-    _set_queue_and_prefill(call, stats, usage)
+    _set_cost(call, out, usage)
+    _set_queue_and_prefill(call, out, stats, usage)
     if opts.capture_content:
-        _set_content(call, text, usage)
+        _set_content(call, out, text, usage)
 
 
-def _estimate(call: Call, usage: Usage, text: str | None) -> None:
+def _estimate(call: Call, out: dict[str, Any], usage: Usage, text: str | None) -> None:
     messages = input_messages(call.kwargs)
     prompt = "\n".join(p["content"] for m in messages or () for p in m["parts"])
     if not prompt and not text:
         return
     usage.input_tokens = estimate_tokens(prompt) if prompt else None
     usage.output_tokens = estimate_tokens(text) if text else None
-    call.span.set_attribute(_attrs.USAGE_ESTIMATED, True)
+    out[_attrs.USAGE_ESTIMATED] = True
 
 
-def _set_usage(span: trace.Span, usage: Usage) -> None:
+def _set_usage(out: dict[str, Any], usage: Usage) -> None:
     if usage.response_model:
-        span.set_attribute(_attrs.RESPONSE_MODEL, usage.response_model)
+        out[_attrs.RESPONSE_MODEL] = usage.response_model
     if usage.finish_reasons:
-        span.set_attribute(_attrs.FINISH_REASONS, list(usage.finish_reasons))
+        out[_attrs.FINISH_REASONS] = list(usage.finish_reasons)
     if usage.input_tokens is not None:
-        span.set_attribute(_attrs.INPUT_TOKENS, usage.input_tokens)
+        out[_attrs.INPUT_TOKENS] = usage.input_tokens
     if usage.output_tokens is not None:
-        span.set_attribute(_attrs.OUTPUT_TOKENS, usage.output_tokens)
+        out[_attrs.OUTPUT_TOKENS] = usage.output_tokens
     if usage.cache_read_tokens:
-        span.set_attribute(_attrs.CACHE_READ_TOKENS, usage.cache_read_tokens)
+        out[_attrs.CACHE_READ_TOKENS] = usage.cache_read_tokens
     if usage.cache_creation_tokens:
-        span.set_attribute(_attrs.CACHE_CREATION_TOKENS, usage.cache_creation_tokens)
+        out[_attrs.CACHE_CREATION_TOKENS] = usage.cache_creation_tokens
     if usage.reasoning_tokens:
-        span.set_attribute(_attrs.REASONING_TOKENS, usage.reasoning_tokens)
+        out[_attrs.REASONING_TOKENS] = usage.reasoning_tokens
 
 
-def _set_cost(call: Call, usage: Usage) -> None:
+def _set_cost(call: Call, out: dict[str, Any], usage: Usage) -> None:
     if usage.input_tokens is None and usage.output_tokens is None:
         return
     rates = None
@@ -95,48 +101,44 @@ def _set_cost(call: Call, usage: Usage) -> None:
             if rates is not None:
                 break
     if rates is None:
-        call.span.set_attribute(_attrs.COST_UNKNOWN_MODEL, True)
+        out[_attrs.COST_UNKNOWN_MODEL] = True
         return
-    cost = rates.cost_usd(
+    out[_attrs.COST_USD] = rates.cost_usd(
         usage.input_tokens or 0, usage.output_tokens or 0, usage.cache_read_tokens, usage.cache_creation_tokens
     )
-    call.span.set_attribute(_attrs.COST_USD, cost)
-    call.span.set_attribute(_attrs.COST_SOURCE, rates.source)
+    out[_attrs.COST_SOURCE] = rates.source
 
 
-def _set_queue_and_prefill(call: Call, stats: StreamStats | None, usage: Usage) -> None:
-    span = call.span
+def _set_queue_and_prefill(call: Call, out: dict[str, Any], stats: StreamStats | None, usage: Usage) -> None:
     if call.queue_wait is not None:
-        span.set_attribute(_attrs.QUEUE_WAIT_S, call.queue_wait)
-        span.set_attribute(_attrs.QUEUE_SOURCE, call.queue_source or "")
+        out[_attrs.QUEUE_WAIT_S] = call.queue_wait
+        out[_attrs.QUEUE_SOURCE] = call.queue_source or ""
     if stats is None or stats.first_ns is None:
         return
     ttft = call.elapsed_s(stats.first_ns)
     # A provider-reported queue wait happened inside the call, so inside TTFT; an app-side wait
     # (queued_at, mark_started) happened before the call started.
     inside = call.queue_wait if call.queue_source == "response" else 0.0
-    span.set_attribute(_attrs.PREFILL_S, max(ttft - (inside or 0.0), 0.0))
+    out[_attrs.PREFILL_S] = max(ttft - (inside or 0.0), 0.0)
     if usage.output_tokens and usage.output_tokens > 1:
         decode_s = (stats.last_ns - stats.first_ns) / 1e9
-        span.set_attribute(_attrs.TPOT_S, decode_s / (usage.output_tokens - 1))
+        out[_attrs.TPOT_S] = decode_s / (usage.output_tokens - 1)
 
 
-def _set_content(call: Call, text: str | None, usage: Usage) -> None:
+def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage) -> None:
     opts = _setup.options()
     truncated = False
     messages = input_messages(call.kwargs)
     if messages:
-        value, truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
-        call.span.set_attribute(_attrs.INPUT_MESSAGES, value)
-    if text is not None:
-        output = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
+        out[_attrs.INPUT_MESSAGES], truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
+    if text:
+        output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
         if usage.finish_reasons:
             output[0]["finish_reason"] = usage.finish_reasons[0]
-        value, cut = messages_json(output, opts.redactors, opts.max_content_chars)
-        call.span.set_attribute(_attrs.OUTPUT_MESSAGES, value)
+        out[_attrs.OUTPUT_MESSAGES], cut = messages_json(output, opts.redactors, opts.max_content_chars)
         truncated = truncated or cut
     if truncated:
-        call.span.set_attribute(_attrs.CONTENT_TRUNCATED, True)
+        out[_attrs.CONTENT_TRUNCATED] = True
 
 
 def retrieval_result(call: Call, result: Any) -> None:

@@ -60,12 +60,18 @@ class _State:
 _state = _State()
 
 
-def tracer() -> trace.Tracer:
-    """The tracer decorators start spans with (the global proxy tracer before ``init``)."""
+def tracer() -> trace.Tracer | None:
+    """The tracer decorators start spans with, or ``None`` when nothing would record them.
+
+    Before ``init`` this is the global tracer, but only once the app has set an SDK provider
+    itself: until then a decorated call skips span work entirely.
+    """
     t = _state.tracer
-    if t is None:
-        t = trace.get_tracer(_SCOPE)
-    return t
+    if t is not None:
+        return t
+    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return trace.get_tracer(_SCOPE)
 
 
 def price_override(model: str) -> ModelRates | None:

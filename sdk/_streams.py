@@ -54,10 +54,11 @@ def _chunk_text(chunk: Any, usage: Usage) -> str | None:
         return chunk
     if isinstance(chunk, bytes):
         return chunk.decode("utf-8", "replace")
-    kind = _get(chunk, "type")
-    if isinstance(kind, str):  # Anthropic stream event
-        return _anthropic_event(chunk, kind, usage)
     choices = _get(chunk, "choices")
+    if choices is None:
+        kind = _get(chunk, "type")
+        if isinstance(kind, str):  # Anthropic stream event
+            return _anthropic_event(chunk, kind, usage)
     raw_usage = _get(chunk, "usage")
     if raw_usage is not None:
         _read_counts(raw_usage, usage)
