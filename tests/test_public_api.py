@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infersight import collector, dashboards, sdk
+from infersight import collector, dashboards, detectors, sdk
 
 EXPECTED = {
     sdk: [
@@ -17,6 +17,11 @@ EXPECTED = {
         "Settings", "Store", "StoreError", "UnsupportedMediaType", "create_app",
     ],
     dashboards: ["router"],
+    detectors: [
+        "BUILTIN_DETECTORS", "Detection", "InlineDetector", "JsonDetector", "RefusalDetector",
+        "RepetitionDetector", "SpanText", "TruncationDetector", "inline_failure_count",
+        "run_inline",
+    ],
 }
 
 

@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from infersight.detectors import JsonDetector, SpanText
+
+detector = JsonDetector()
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
+def classify(text: str, finish_reason: str = "", schema: dict | None = None) -> tuple[str, str]:
+    """(label, evidence) of the one detection, or ("ok", "") when there is none."""
+    found = detector.detect(
+        SpanText(output_text=text, finish_reason=finish_reason, expect_json=True, json_schema=schema)
+    )
+    assert len(found) <= 1
+    return (found[0].label, found[0].evidence) if found else ("ok", "")
+
+
+def test_does_nothing_when_json_is_not_expected():
+    assert detector.detect(SpanText(output_text="{'broken': ")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"name": "Ann", "age": 3}', '  {"name": "Ann", "age": 3, "extra": [1, 2.5, null]}\n'],
+)
+def test_valid_json_that_fits_the_schema_is_ok(text):
+    assert classify(text, schema=SCHEMA) == ("ok", "")
+
+
+def test_valid_json_without_schema_is_ok():
+    assert classify('[{"a": "x\\ny"}, 1e3, true, "// not a comment"]') == ("ok", "")
+
+
+def test_complete_json_at_the_token_limit_is_ok():
+    assert classify('{"name": "Ann", "age": 3}', finish_reason="length") == ("ok", "")
+
+
+@pytest.mark.parametrize(
+    ("text", "evidence"),
+    [
+        ('{"name": "Ann", "age": "three"}', "$.age: 'three' is not of type 'integer'"),
+        ('{"name": "Ann"}', "$: 'age' is a required property"),
+    ],
+)
+def test_schema_invalid(text, evidence):
+    assert classify(text, schema=SCHEMA) == ("json.schema_invalid", evidence)
+
+
+@pytest.mark.parametrize("reason", ["length", "max_tokens", "MAX_TOKENS"])
+def test_truncated_by_finish_reason(reason):
+    label, evidence = classify('{"name": "Ann", "tags": ["a", "b', finish_reason=reason)
+    assert label == "json.truncated"
+    assert f"finish_reason={reason.lower()}" in evidence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "Ann", "tags": ["a", "b"',  # open array and object
+        '{"name": "An',  # inside a string value
+        '{"name": "Ann", "ag',  # inside a key
+        '{"name": "Ann", "age":',  # after a colon
+        '{"ok": tru',  # inside a literal
+        "[1, 2,",  # after a comma
+        '{"path": "C:\\\\',  # inside an escape sequence
+        '```json\n{"a": [1, 2',  # inside an unclosed fence
+        'Here you go: {"a": {"b": 1}',  # after prose
+    ],
+)
+def test_truncated_when_closing_would_make_it_parse(text):
+    label, evidence = classify(text)
+    assert label == "json.truncated"
+    assert evidence.startswith("unterminated, closes with")
+
+
+def test_a_mismatched_bracket_is_malformed_not_truncated():
+    assert classify('{"a": [1, 2}')[0] == "json.malformed"
+
+
+@pytest.mark.parametrize(
+    ("text", "evidence"),
+    [
+        ('```json\n{"a": 1}\n```', "markdown fence: "),
+        ('Here it is:\n```\n{"a": 1}\n```\nAnything else?', "markdown fence and prose: "),
+        ('Sure! Here is the JSON: {"a": 1} Let me know.', "prose around JSON: "),
+        ('{"a": 1}\n\nHope this helps!', "prose around JSON: "),
+    ],
+)
+def test_wrapped(text, evidence):
+    label, found = classify(text)
+    assert label == "json.wrapped"
+    assert found.startswith(evidence)
+
+
+@pytest.mark.parametrize(
+    ("text", "subtype"),
+    [
+        ('{"a": 1, "b": [1, 2,],}', "trailing_comma"),
+        ("{'a': 1, 'b': 'x'}", "single_quotes"),
+        ('{\n  // the id\n  "a": 1\n}', "comments"),
+        ('{"a": 1 /* one */}', "comments"),
+        ('{"a": NaN}', "nan_infinity"),
+        ('{"a": -Infinity}', "nan_infinity"),
+        ('{"a": 1, "b": {"c": 2, "c": 3}}', "duplicate_keys"),
+        ('{"a": True, "b": None}', "python_literals"),
+        ('{a: 1, b: 2}', "unquoted_keys"),
+        ("[" * 100_000 + "]" * 100_000, "nesting_too_deep"),
+        ("[" * 100_000, "nesting_too_deep"),
+        ("", "empty"),
+        ("I could not produce JSON for that request.", "no_json"),
+        ('{"a" 1}', "syntax"),
+    ],
+)
+def test_malformed_names_the_subtype(text, subtype):
+    label, evidence = classify(text)
+    assert label == "json.malformed"
+    assert evidence.split(":")[0].split(" ")[0] == subtype
+
+
+def test_problems_inside_strings_are_not_subtypes():
+    label, evidence = classify('{"url": "http://x.io//a", "quote": "it\'s", "a": 1,}')
+    assert label == "json.malformed"
+    assert evidence.startswith("trailing_comma:")
+
+
+def test_several_subtypes_are_all_named():
+    label, evidence = classify("{'a': 1, // note\n}")
+    assert label == "json.malformed"
+    assert evidence.startswith("single_quotes, trailing_comma, comments:")
+
+
+def test_duplicate_keys_inside_a_fence_are_still_malformed():
+    label, evidence = classify('```json\n{"a": 1, "a": 2}\n```')
+    assert label == "json.malformed"
+    assert evidence.startswith("duplicate_keys")
+
+
+def test_empty_output_at_the_token_limit_is_truncated():
+    assert classify("", finish_reason="length")[0] == "json.truncated"
+
+
+def test_unusable_schemas_are_skipped():
+    assert classify('{"a": 1}', schema={"type": 12}) == ("ok", "")
+    assert classify('{"a": 1}', schema={"$ref": "#"}) == ("ok", "")
+
+
+def test_remote_refs_are_never_fetched(monkeypatch):
+    attempts = []
+
+    def no_network(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("no network in tests")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    schema = {"$ref": "https://schemas.example.invalid/person.json"}
+    assert classify('{"a": 1}', schema=schema) == ("ok", "")
+    assert attempts == []
