@@ -8,11 +8,14 @@ from ._errors import (
     DataDirLocked,
     InfersightError,
     PayloadTooLarge,
+    SpoolError,
+    SpoolFull,
     StoreError,
+    Unauthorized,
     UnsupportedMediaType,
 )
 from ._settings import Settings
-from ._store import ChdbStore, Store
+from ._store import ChdbStore, Store, encode_rows
 
 __all__ = [
     "BadRequest",
@@ -21,8 +24,12 @@ __all__ = [
     "InfersightError",
     "PayloadTooLarge",
     "Settings",
+    "SpoolError",
+    "SpoolFull",
     "Store",
     "StoreError",
+    "Unauthorized",
     "UnsupportedMediaType",
     "create_app",
+    "encode_rows",
 ]

@@ -1,4 +1,4 @@
-"""``GET /api/v1/...``: the JSON read API."""
+"""``GET /api/v1/...``: the JSON read API, scoped to the project of the caller's API key."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
 from . import _queries
-from ._deps import SettingsDep, StoreDep
+from ._deps import ApiProjectDep, StoreDep
 from ._errors import BadRequest
 from ._timerange import since_to_unix_ns
 
@@ -23,9 +23,9 @@ def _since_ns(since: str) -> int:
 
 
 @router.get("/summary")
-async def summary(store: StoreDep, settings: SettingsDep, since: str = "1h") -> dict[str, Any]:
+async def summary(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
     """Totals and latency percentiles since ``since`` (``15m``, ``24h``, ``7d`` or an ISO time)."""
-    result = await run_in_threadpool(_queries.summary, store, settings.project, _since_ns(since))
+    result = await run_in_threadpool(_queries.summary, store, project, _since_ns(since))
     result["since"] = since
     return result
 
@@ -33,12 +33,10 @@ async def summary(store: StoreDep, settings: SettingsDep, since: str = "1h") -> 
 @router.get("/spans")
 async def spans(
     store: StoreDep,
-    settings: SettingsDep,
+    project: ApiProjectDep,
     since: str = "1h",
     limit: int = Query(100, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """The newest GenAI spans (LLM, retrieval, rerank) with their typed columns, newest first."""
-    rows = await run_in_threadpool(
-        _queries.recent_spans, store, settings.project, _since_ns(since), limit
-    )
+    rows = await run_in_threadpool(_queries.recent_spans, store, project, _since_ns(since), limit)
     return {"since": since, "spans": rows}

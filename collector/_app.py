@@ -1,40 +1,71 @@
-"""``create_app(settings)``: routes, middleware and the store's lifetime, declared in one place."""
+"""``create_app(settings)``: routes, middleware and the lifetime of what they use, in one place."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from . import _api, _ingest
+from . import _api, _ingest, _metrics
+from ._auth import Authenticator
+from ._keys import ProjectKeys
+from ._metrics import Counters
 from ._settings import Settings
+from ._spool import Spool
 from ._store import ChdbStore, Store
+from ._writer import SpoolWriter
 
 logger = logging.getLogger("infersight.collector")
+
+SPOOL_FILE = "spool.db"
 
 
 def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     """The collector's ASGI app.
 
-    Opens the embedded store at startup unless ``store`` is given; either way the app owns the
-    store from then on and closes it at shutdown.
+    At startup it opens the embedded store (unless ``store`` is given), the spool, the key file
+    (unless ``settings.auth`` is off) and starts the spool writer, which first drains whatever a
+    previous run left in the spool. Either way the app owns the store from then on: at shutdown
+    the writer stops (after a short drain) and everything is closed.
     """
     from infersight.dashboards import router as dashboards_router
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.store = ChdbStore(settings.data_dir) if store is None else store
-        try:
+        # uvicorn re-raises SIGTERM after its graceful shutdown, so cleanup lives here, not in
+        # a ``finally`` around uvicorn.run.
+        async with AsyncExitStack() as stack:
+            app.state.store = ChdbStore(settings.data_dir) if store is None else store
+            stack.callback(_closed, app.state.store)
+            app.state.spool = Spool(settings.data_dir / SPOOL_FILE, max_bytes=settings.spool_max_bytes)
+            stack.callback(app.state.spool.close)
+            app.state.authenticator = None
+            if settings.auth:
+                keys = ProjectKeys(settings.data_dir)
+                stack.callback(keys.close)
+                app.state.authenticator = Authenticator(keys)
+                if not keys.has_active_keys():
+                    logger.warning(
+                        "no active API keys: every request gets 401; create one with "
+                        "'infersight keys create --project NAME --data-dir %s'", settings.data_dir
+                    )
+            app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)
+            app.state.writer.start()
+            stack.callback(app.state.writer.stop)
             yield
-        finally:
-            app.state.store.close()
-            logger.info("infersight collector stopped; store closed")
 
-    app = FastAPI(title="infersight collector", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # FastAPI traces itself once a global OTel provider exists. In a process that also runs the
+    # SDK (the demo, an app embedding the collector), its spans of POST /v1/traces would be
+    # exported back to /v1/traces, and each export would create more: a feedback loop that keeps
+    # force_flush() from ever returning. The collector never traces itself.
+    app = FastAPI(
+        title="infersight collector", lifespan=lifespan, docs_url=None, redoc_url=None,
+        telemetry={"tracing": False, "metrics": False, "logs": False, "auto_configure": False},
+    )
     app.state.settings = settings
+    app.state.counters = Counters()
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -42,5 +73,11 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
 
     app.include_router(_ingest.router)
     app.include_router(_api.router)
+    app.include_router(_metrics.router)
     app.include_router(dashboards_router)
     return app
+
+
+def _closed(store: Store) -> None:
+    store.close()
+    logger.info("infersight collector stopped; store closed")

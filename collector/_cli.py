@@ -17,31 +17,114 @@ def main() -> None:
     """infersight: LLM observability and quality monitoring."""
 
 
+_DATA_DIR = click.option(
+    "--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path)
+)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=4318, show_default=True, type=int)
-@click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path))
+@_DATA_DIR
 @click.option("--max-body-mib", default=64, show_default=True, type=int,
               help="Largest OTLP body accepted, after decompression.")
-def collector(host: str, port: int, data_dir: Path, max_body_mib: int) -> None:
+@click.option("--spool-max-mib", default=1024, show_default=True, type=int,
+              help="Spool size (compressed) at which /v1/traces answers 503 until the store catches up.")
+@click.option("--no-auth", is_flag=True,
+              help="Dev mode: no API keys, no login; everything goes to project 'default'.")
+def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
     from ._server import serve
 
     try:
-        settings = Settings(data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20)
+        settings = Settings(
+            data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
+            auth=not no_auth, spool_max_bytes=spool_max_mib << 20,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
-    click.echo(f"infersight collector on http://{host}:{port} (data in {data_dir})", err=True)
+    mode = "no auth, project 'default'" if no_auth else "API keys required"
+    click.echo(f"infersight collector on http://{host}:{port} (data in {data_dir}; {mode})", err=True)
     try:
         serve(settings)
     except InfersightError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
+@main.group()
+def keys() -> None:
+    """Project API keys. Works whether or not the collector is running."""
+
+
+@keys.command("create")
+@click.option("--project", required=True, help="The project the key writes to and reads from.")
+@_DATA_DIR
+def keys_create(project: str, data_dir: Path) -> None:
+    """Create a key and print it, once: only its hash is stored."""
+    from ._keys import ProjectKeys
+
+    key_file = ProjectKeys(data_dir)
+    try:
+        key, info = key_file.create(project)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--project") from exc
+    finally:
+        key_file.close()
+    click.echo(key)
+    click.echo(
+        f"Created {info.prefix} for project {info.project!r}. Store the key now, it is not shown again.\n"
+        f"Exporters send it with OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer%20<key>'",
+        err=True,
+    )
+
+
+@keys.command("list")
+@_DATA_DIR
+def keys_list(data_dir: Path) -> None:
+    """List keys (prefix, project, created, status); never the keys themselves."""
+    from ._keys import ProjectKeys
+
+    key_file = ProjectKeys(data_dir)
+    try:
+        rows = key_file.list()
+    finally:
+        key_file.close()
+    if not rows:
+        click.echo("No keys yet; create one with 'infersight keys create --project NAME'.", err=True)
+        return
+    click.echo(f"{'PREFIX':<14}{'PROJECT':<24}{'CREATED (UTC)':<22}STATUS")
+    for info in rows:
+        status = "active" if info.active else f"revoked {_utc(info.revoked_s)}"
+        click.echo(f"{info.prefix:<14}{info.project:<24}{_utc(info.created_s):<22}{status}")
+
+
+@keys.command("revoke")
+@click.argument("prefix")
+@_DATA_DIR
+def keys_revoke(prefix: str, data_dir: Path) -> None:
+    """Revoke the key with this prefix (as 'keys list' shows it). A running collector refuses
+    it within a few seconds."""
+    from ._keys import ProjectKeys
+
+    key_file = ProjectKeys(data_dir)
+    try:
+        info = key_file.revoke(prefix)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        key_file.close()
+    click.echo(f"Revoked {info.prefix} (project {info.project!r}).")
+
+
+def _utc(unix_s: float | None) -> str:
+    return "" if unix_s is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(unix_s))
+
+
 @main.command()
 @click.option("--port", default=4318, show_default=True, type=int)
 @click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path))
-@click.option("--url", default=None, help="Send to a running collector instead of starting one.")
+@click.option("--url", default=None,
+              help="Send to a running collector instead of starting one (set OTEL_EXPORTER_OTLP_HEADERS if it needs a key).")
 @click.option("--traffic", default=20.0, show_default=True, help="Seconds of synthetic traffic.")
 @click.option("--duration", default=None, type=float, help="Stop after this many seconds (default: Ctrl-C).")
 def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: float | None) -> None:
@@ -54,7 +137,8 @@ def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: f
     started = time.monotonic()
     collector_process = None
     if url is None:
-        collector_process = CollectorProcess(data_dir, port)
+        # Dev mode: the demo app sends without a key, into project 'default'.
+        collector_process = CollectorProcess(data_dir, port, extra_args=("--no-auth",))
         try:
             collector_process.start()
         except (RuntimeError, TimeoutError) as exc:
@@ -79,6 +163,7 @@ def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: f
         llm.stop()
         if collector_process is not None:
             collector_process.stop()
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,19 @@
-"""Shared FastAPI dependencies: the store and the settings the app was created with."""
+"""Shared FastAPI dependencies: what the app opened at startup, and the caller's project."""
 
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
+from ._auth import SESSION_COOKIE, Authenticator
+from ._errors import Unauthorized
+from ._metrics import Counters
 from ._settings import Settings
+from ._spool import Spool
 from ._store import Store
+from ._writer import SpoolWriter
 
 
 def _store(request: Request) -> Store:
@@ -18,5 +24,50 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+def _spool(request: Request) -> Spool:
+    return request.app.state.spool
+
+
+def _writer(request: Request) -> SpoolWriter:
+    return request.app.state.writer
+
+
+def _counters(request: Request) -> Counters:
+    return request.app.state.counters
+
+
+def _authenticator(request: Request) -> Authenticator | None:
+    return request.app.state.authenticator
+
+
+def _api_project(request: Request) -> str:
+    """The project of the request's API key, or 401 with a JSON ``detail``."""
+    auth = _authenticator(request)
+    if auth is None:
+        return _settings(request).project
+    try:
+        return auth.project_for_authorization(request.headers.get("authorization"))
+    except Unauthorized as exc:
+        raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
+
+
+def _page_project(request: Request) -> str:
+    """The project of the dashboard session; without one, a redirect to the login page."""
+    auth = _authenticator(request)
+    if auth is None:
+        return _settings(request).project
+    project = auth.project_for_session(request.cookies.get(SESSION_COOKIE))
+    if project is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise HTTPException(303, "log in first", headers={"Location": f"/login?next={quote(target, safe='')}"})
+    return project
+
+
 StoreDep = Annotated[Store, Depends(_store)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
+SpoolDep = Annotated[Spool, Depends(_spool)]
+WriterDep = Annotated[SpoolWriter, Depends(_writer)]
+CountersDep = Annotated[Counters, Depends(_counters)]
+AuthenticatorDep = Annotated[Authenticator | None, Depends(_authenticator)]
+ApiProjectDep = Annotated[str, Depends(_api_project)]
+PageProjectDep = Annotated[str, Depends(_page_project)]

@@ -1,54 +1,98 @@
-"""``POST /v1/traces``: the OTLP/HTTP trace receiver."""
+"""``POST /v1/traces``: the OTLP/HTTP trace receiver.
+
+Authenticate, decode, convert to ``otel_traces`` rows, append to the spool, and answer 200 only
+once the spool has committed; the spool writer stores the rows afterwards.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import _otlp
-from ._deps import SettingsDep, StoreDep
-from ._errors import BadRequest, StoreError
+from ._deps import AuthenticatorDep, CountersDep, SettingsDep, SpoolDep, WriterDep
+from ._errors import BadRequest, SpoolError
+from ._store import encode_rows
 
 router = APIRouter()
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
-_RPC_CODE = {400: 3, 413: 8, 415: 3}
+_RPC_CODE = {400: 3, 401: 16, 413: 8, 415: 3}
+_UNAVAILABLE = 14
+RETRY_AFTER_S = 5
 
 
 @router.post("/v1/traces")
-async def receive_traces(request: Request, store: StoreDep, settings: SettingsDep) -> Response:
+async def receive_traces(
+    request: Request,
+    settings: SettingsDep,
+    auth: AuthenticatorDep,
+    spool: SpoolDep,
+    writer: WriterDep,
+    counters: CountersDep,
+) -> Response:
     content_type = request.headers.get("content-type")
     try:
         media = _otlp.media_type(content_type)
     except BadRequest as exc:
-        return _error(exc, _otlp.JSON)
+        media, bad_media = _otlp.JSON, exc
+    else:
+        bad_media = None
+    spans = 0
     try:
-        body = _otlp.decompress(
-            await request.body(), request.headers.get("content-encoding"), settings.max_body_bytes
+        # Before the body is read: an unauthenticated caller costs no decoding.
+        project = settings.project if auth is None else auth.project_for_authorization(
+            request.headers.get("authorization")
         )
-        traces = _otlp.parse_traces(body, media)
+        if bad_media is not None:
+            raise bad_media
+        body = await request.body()
+        rows, spans = await run_in_threadpool(
+            _decode, project, body, request.headers.get("content-encoding"), media, settings.max_body_bytes
+        )
+        if spans:
+            await run_in_threadpool(spool.append, project, rows, spans)
     except BadRequest as exc:
+        counters.add(f"rejected:{exc.status_code}")
         return _error(exc, media)
-    rows = _otlp.to_rows(traces, settings.project)
-    try:
-        await run_in_threadpool(store.insert, "otel_traces", rows)
-    except StoreError as exc:
-        # Not acknowledged, so the exporter keeps the spans and retries after the delay.
-        response = _encode(status_pb2.Status(code=14, message=f"store unavailable: {exc}"), media, 503)
-        response.headers["Retry-After"] = "5"
-        return response
+    except SpoolError as exc:  # full, or a disk error: either way not acknowledged
+        counters.add("spans_refused", spans)
+        return _unavailable(str(exc), media)
+    if spans:
+        counters.add("spans_received", spans)
+        writer.wake()
     return _encode(ExportTraceServiceResponse(), media, 200)
+
+
+def _decode(
+    project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int
+) -> tuple[bytes, int]:
+    """One request as JSONEachRow ``otel_traces`` rows for ``project``, and how many. CPU-bound."""
+    traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
+    rows = _otlp.to_rows(traces, project)
+    return encode_rows(rows), len(rows)
 
 
 def _error(exc: BadRequest, media: str) -> Response:
     status = status_pb2.Status(code=_RPC_CODE.get(exc.status_code, 3), message=str(exc))
-    return _encode(status, media, exc.status_code)
+    response = _encode(status, media, exc.status_code)
+    if exc.status_code == 401:
+        response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
-def _encode(message, media: str, status_code: int) -> Response:  # message: protobuf Message
+def _unavailable(message: str, media: str) -> Response:
+    # Not acknowledged: OTLP exporters keep the spans and retry 503 after Retry-After.
+    response = _encode(status_pb2.Status(code=_UNAVAILABLE, message=message), media, 503)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+def _encode(message: Message, media: str, status_code: int) -> Response:
     if media == _otlp.PROTOBUF:
         return Response(message.SerializeToString(), status_code, media_type=_otlp.PROTOBUF)
     return Response(json_format.MessageToJson(message, indent=None), status_code, media_type=_otlp.JSON)

@@ -151,8 +151,15 @@ def _attributes(key_values: Any) -> dict[str, str]:
     return {kv.key: _any_to_str(kv.value) for kv in key_values}
 
 
+# DateTime64(9) ends at 2262-04-11 (int64 nanoseconds); a larger uint64 would fail the whole
+# insert and, once acknowledged, block the spool behind it.
+_MAX_TS_NS = 2**63 - 1
+
+
 def _ts(unix_nano: int) -> str:
-    return f"{unix_nano // 1_000_000_000}.{unix_nano % 1_000_000_000:09d}"
+    unix_nano = min(unix_nano, _MAX_TS_NS)
+    # Ten digits of seconds: ClickHouse reads a shorter "5.000000000" as a date and fails.
+    return f"{unix_nano // 1_000_000_000:010d}.{unix_nano % 1_000_000_000:09d}"
 
 
 def to_rows(request: ExportTraceServiceRequest, project: str) -> list[dict[str, Any]]:

@@ -11,18 +11,23 @@ class Settings:
     """How a collector runs.
 
     Attributes:
-        data_dir: where the embedded store (chDB) keeps its files.
+        data_dir: where the embedded store (chDB), the spool and the key file live.
         host, port: where HTTP is served (OTLP, API and dashboards on one port).
         max_body_bytes: largest accepted OTLP body after decompression (413 above it).
-        project: the project every span is written to. Until API keys land this is the only
-            project, the embedded single-user mode.
+        auth: require a project API key (``Authorization: Bearer``) on ``/v1/traces`` and
+            ``/api/v1/*`` and a login for the dashboards. ``False`` is the single-user dev mode.
+        project: the project of every request when ``auth`` is off. With ``auth`` on, the
+            project comes from each request's key.
+        spool_max_bytes: spool size (compressed) at which ``/v1/traces`` answers 503.
     """
 
     data_dir: Path = Path(".infersight")
     host: str = "127.0.0.1"
     port: int = 4318
     max_body_bytes: int = 64 * 1024 * 1024
+    auth: bool = True
     project: str = "default"
+    spool_max_bytes: int = 1024 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -30,4 +35,8 @@ class Settings:
         if self.max_body_bytes <= 0:
             raise ValueError(
                 f"The 'max_body_bytes' setting must be positive; got {self.max_body_bytes}."
+            )
+        if self.spool_max_bytes <= 0:
+            raise ValueError(
+                f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."
             )

@@ -5,26 +5,41 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from . import _schema
 from ._errors import DataDirLocked, StoreError
 
-_DATABASE = "infersight"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_TOKEN = re.compile(r"^[0-9a-f]{1,128}$")
+
+
+def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """``rows`` as JSONEachRow bytes (one object per line), the form :meth:`Store.insert` takes.
+
+    Lone surrogates, which ClickHouse rejects, become ``?`` instead of failing the insert.
+    """
+    lines = "".join(json.dumps(row, separators=(",", ":"), ensure_ascii=False) + "\n" for row in rows)
+    return lines.encode("utf-8", "replace")
 
 
 class Store(Protocol):
     """A ClickHouse database holding the infersight schema.
 
-    Both methods block until ClickHouse has answered and may be called from any thread.
+    Every method blocks until ClickHouse has answered and may be called from any thread.
     They raise :class:`StoreError` when the store cannot do what was asked.
     """
 
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        """Append ``rows`` (column name -> value) to ``table``; returns the number written."""
+    def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        """Append JSONEachRow ``rows`` (see :func:`encode_rows`) to ``table`` as one insert.
+
+        ``dedup_token`` (lowercase hex) makes the insert idempotent: ClickHouse drops a repeat of
+        a recent insert with the same token, in ``table`` and in its materialized views.
+        """
         ...
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -35,41 +50,56 @@ class Store(Protocol):
 
 
 class ChdbStore:
-    """The ClickHouse engine in-process, persisted under ``data_dir``.
+    """The ClickHouse engine in-process, persisted under ``data_dir``, in database ``database``.
 
     chDB allows one data directory per process, and two processes must not share one; an
     advisory lock file enforces the second rule with an error that names the owner.
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, database: str = "infersight") -> None:
         from chdb import session
 
+        if not _IDENTIFIER.match(database):
+            raise ValueError(f"The 'database' parameter of ChdbStore must be an identifier; got {database!r}.")
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.database = database
         self._lock_file = _lock_data_dir(self.data_dir)
         self._lock = threading.Lock()
         try:
             self._session = session.Session(str(self.data_dir / "clickhouse"))
-            self._session.query(f"CREATE DATABASE IF NOT EXISTS {_DATABASE}")
-            self._session.query(f"USE {_DATABASE}")
+            self._session.query(f"CREATE DATABASE IF NOT EXISTS {database}")
+            self._session.query(f"USE {database}")
             for statement in _schema.statements():
                 self._session.query(statement)
         except Exception as exc:
             self._lock_file.close()
             raise StoreError(f"cannot open the embedded store in {self.data_dir}: {exc}") from exc
 
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+    def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
         if not rows:
-            return 0
-        payload = "\n".join(json.dumps(row, separators=(",", ":")) for row in rows) + "\n"
+            return
+        if not _IDENTIFIER.match(table):
+            raise ValueError(f"The 'table' parameter of insert must be an identifier; got {table!r}.")
+        statement = f"INSERT INTO {table}"
+        if dedup_token is not None:
+            # send_insert takes no bound parameters. The token is ours (spool id and entry ids in
+            # hex), and the check below guarantees it is hex, so formatting it in cannot inject.
+            if not _TOKEN.match(dedup_token):
+                raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
+            # Said explicitly because older ClickHouse defaults it to 0: the repeat must be
+            # dropped in the views' tables (llm_spans) as well, not only in ``table``.
+            statement += (
+                f" SETTINGS insert_deduplication_token = '{dedup_token}',"
+                " deduplicate_blocks_in_dependent_materialized_views = 1"
+            )
         with self._lock:
             try:
-                with self._session.send_insert(f"INSERT INTO {table}", "JSONEachRow") as inserter:
-                    inserter.append(payload)
+                with self._session.send_insert(statement, "JSONEachRow") as inserter:
+                    inserter.append(rows)
                     inserter.finish()
             except Exception as exc:
                 raise StoreError(f"insert into {table} failed: {exc}") from exc
-        return len(rows)
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._lock:
@@ -86,7 +116,7 @@ class ChdbStore:
         self._lock_file.close()
 
 
-def _lock_data_dir(data_dir: Path):  # -> open file holding the lock
+def _lock_data_dir(data_dir: Path) -> IO[str]:
     path = data_dir / "owner.lock"
     handle = open(path, "a+")
     try:

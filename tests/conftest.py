@@ -1,17 +1,16 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import httpx
 import pytest
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from infersight import sdk
+from infersight.collector import ChdbStore, StoreError
+from infersight.collector._keys import ProjectKeys
 from infersight.collector._server import CollectorProcess
 
 
@@ -21,30 +20,101 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def make_sdk() -> Iterator[Callable[..., InMemorySpanExporter]]:
-    """``make_sdk(**init_options)``: the SDK on a provider that keeps finished spans in memory."""
+def wait_for(check: Callable[[], object], timeout_s: float = 15.0, interval_s: float = 0.05) -> object:
+    """Poll ``check`` until it returns something truthy; its last value is returned.
 
-    def make(**options: Any) -> InMemorySpanExporter:
-        exporter = InMemorySpanExporter()
-        provider = TracerProvider(resource=Resource.create({"service.name": "test-app"}))
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        sdk.init(service_name="test-app", tracer_provider=provider, export=False, **options)
-        return exporter
+    The collector acknowledges spans once they are in its spool and stores them moments later,
+    so a test reads its own writes by waiting for them.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval_s)
 
-    yield make
-    sdk.shutdown()
 
+def wait_for_spans(url: str, count: int, headers: dict[str, str] | None = None, since: str = "1h") -> dict:
+    """The ``/api/v1/summary`` once it counts ``count`` spans (or the last one after a timeout)."""
+    last: dict = {}
 
-@pytest.fixture
-def spans(make_sdk) -> InMemorySpanExporter:
-    """The SDK with default options, keeping finished spans in memory."""
-    return make_sdk()
+    def check() -> bool:
+        nonlocal last
+        last = httpx.get(f"{url}/api/v1/summary", params={"since": since}, headers=headers).json()
+        return last["spans"] >= count
+
+    wait_for(check)
+    return last
 
 
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[CollectorProcess]:
-    """A real collector process on a free port with a fresh embedded store."""
-    process = CollectorProcess(tmp_path / "data", free_port()).start()
+    """A real collector process on a free port with a fresh embedded store, in dev mode (no keys)."""
+    process = CollectorProcess(tmp_path / "data", free_port(), extra_args=("--no-auth",)).start()
     yield process
     process.stop()
+
+
+@dataclass
+class AuthCollector:
+    """A collector that requires keys, with one key for each of the projects ``alpha`` and ``beta``."""
+
+    process: CollectorProcess
+    data_dir: Path
+    keys: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    def headers(self, project: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.keys[project]}"}
+
+
+@pytest.fixture
+def auth_collector(tmp_path: Path) -> Iterator[AuthCollector]:
+    data_dir = tmp_path / "data"
+    store = ProjectKeys(data_dir)  # the CLI's code path, without a subprocess per key
+    keys = {project: store.create(project)[0] for project in ("alpha", "beta")}
+    store.close()
+    process = CollectorProcess(data_dir, free_port()).start()
+    yield AuthCollector(process, data_dir, keys)
+    process.stop()
+
+
+# chDB opens one data path per process: every in-process test shares this one store and keeps
+# apart from the others by writing its own projects.
+class FlakyChdbStore(ChdbStore):
+    """The real embedded store, except that inserts fail while ``failing`` is set: an outage.
+
+    chDB opens one data path per process, so one instance serves the whole session: ``close``
+    is a no-op for the apps and writers that think they own it.
+    """
+
+    failing = False
+
+    def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        if self.failing:
+            raise StoreError("simulated outage")
+        super().insert(table, rows, dedup_token=dedup_token)
+
+    def close(self) -> None:
+        pass
+
+    def close_for_real(self) -> None:
+        super().close()
+
+
+@pytest.fixture(scope="session")
+def session_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlakyChdbStore]:
+    store = FlakyChdbStore(tmp_path_factory.mktemp("chdb"), database="infersight_test")
+    yield store
+    store.close_for_real()
+
+
+@pytest.fixture
+def store(session_store: FlakyChdbStore) -> Iterator[FlakyChdbStore]:
+    """The session's embedded store, healthy. Tests keep apart by writing distinct projects."""
+    session_store.failing = False
+    yield session_store
+    session_store.failing = False

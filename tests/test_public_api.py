@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infersight import collector, dashboards, detectors, sdk
+from infersight.collector import alerts
 
 EXPECTED = {
     sdk: [
@@ -14,7 +15,13 @@ EXPECTED = {
     ],
     collector: [
         "BadRequest", "ChdbStore", "DataDirLocked", "InfersightError", "PayloadTooLarge",
-        "Settings", "Store", "StoreError", "UnsupportedMediaType", "create_app",
+        "Settings", "SpoolError", "SpoolFull", "Store", "StoreError", "Unauthorized",
+        "UnsupportedMediaType", "create_app", "encode_rows",
+    ],
+    alerts: [
+        "Alert", "AlertmanagerNotifier", "BurnWindow", "CostRule", "ErrorRateRule", "Evaluation",
+        "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
+        "WebhookNotifier", "history",
     ],
     dashboards: ["router"],
     detectors: [

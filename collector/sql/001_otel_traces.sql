@@ -1,5 +1,7 @@
 -- The OpenTelemetry Collector ClickHouse exporter's traces table (bloom-filter variant), column for
 -- column, so the OTel Collector and Grafana's ClickHouse plugin can share this database.
+-- One addition: non_replicated_deduplication_window, so the spool writer's retry of an insert that
+-- did land (same insert_deduplication_token) is dropped instead of stored twice.
 CREATE TABLE IF NOT EXISTS otel_traces (
     Timestamp DateTime64(9) CODEC(Delta(8), ZSTD(1)),
     TraceId String CODEC(ZSTD(1)),
@@ -40,4 +42,4 @@ CREATE TABLE IF NOT EXISTS otel_traces (
 PARTITION BY toDate(Timestamp)
 PRIMARY KEY (ServiceName, SpanName, toDateTime(Timestamp))
 ORDER BY (ServiceName, SpanName, toDateTime(Timestamp), Timestamp)
-SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1, non_replicated_deduplication_window = 1000;

@@ -33,7 +33,11 @@ CREATE TABLE IF NOT EXISTS llm_spans (
     finish_reason LowCardinality(String)
 ) ENGINE = MergeTree()
 PARTITION BY toDate(ts)
-ORDER BY (project, ts);
+ORDER BY (project, ts)
+-- Views get every block, even one otel_traces drops as a repeat; this table must deduplicate too
+-- (deduplicate_blocks_in_dependent_materialized_views, on by default), or a retried insert
+-- doubles llm_spans while otel_traces stays right.
+SETTINGS non_replicated_deduplication_window = 1000;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv TO llm_spans AS
 SELECT

@@ -6,12 +6,12 @@ import httpx
 
 from infersight.collector._server import CollectorProcess
 from tests.collector.test_ingest import JSON, otlp_json
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_for_spans
 
 
 def test_data_survives_a_restart_on_the_same_data_dir(tmp_path):
     data_dir = tmp_path / "data"
-    first = CollectorProcess(data_dir, free_port()).start()
+    first = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
     try:
         response = httpx.post(f"{first.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
         assert response.status_code == 200
@@ -19,9 +19,9 @@ def test_data_survives_a_restart_on_the_same_data_dir(tmp_path):
         first.stop()
     assert first.process.returncode in (0, -15)  # uvicorn re-raises SIGTERM after shutting down
 
-    second = CollectorProcess(data_dir, free_port()).start()
+    second = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
     try:
-        summary = httpx.get(f"{second.url}/api/v1/summary").json()
+        summary = wait_for_spans(second.url, 1)
         assert (summary["spans"], summary["input_tokens"]) == (1, 42)
     finally:
         second.stop()

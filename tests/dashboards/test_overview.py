@@ -5,6 +5,7 @@ import json
 import httpx
 
 from tests.collector.test_ingest import JSON, otlp_json
+from tests.conftest import wait_for_spans
 
 
 def test_overview_renders_without_data(collector):
@@ -22,7 +23,7 @@ def test_overview_numbers_match_the_api_and_untrusted_text_is_escaped(collector)
             a["value"]["stringValue"] = hostile
     assert httpx.post(f"{collector.url}/v1/traces", content=json.dumps(body), headers=JSON).status_code == 200
 
-    summary = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "24h"}).json()
+    summary = wait_for_spans(collector.url, 1, since="24h")
     page = httpx.get(f"{collector.url}/", params={"range": "24h"}).text
     assert f'id="spans">{summary["spans"]:,}<' in page
     assert f'id="error-rate">{summary["error_rate"] * 100:.1f}%<' in page

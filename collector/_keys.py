@@ -1,0 +1,172 @@
+"""Project API keys, kept hashed in a small SQLite file next to the store (``keys.db``).
+
+SQLite rather than a ClickHouse table: the embedded store belongs to one process, but keys are
+managed by ``infersight keys`` while the collector runs. SQLite lets both open the file at once,
+a revocation reaches the running collector without an admin API, and the store keeps holding
+only telemetry. (A cluster of stateless collectors will want the keys in ClickHouse instead.)
+
+A key is ``isk_`` plus 256 random bits. Only its SHA-256 is stored: with that much entropy a
+plain hash cannot be reversed by guessing, so no salt or slow KDF is needed. The first
+:data:`PREFIX_CHARS` characters are stored too, to show and revoke a key without knowing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+KEY_PREFIX = "isk_"
+PREFIX_CHARS = 12
+KEYS_FILE = "keys.db"
+_KEY = re.compile(r"^isk_[A-Za-z0-9_-]{20,128}$")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS project_keys (
+    key_hash TEXT PRIMARY KEY,
+    prefix TEXT NOT NULL UNIQUE,
+    project TEXT NOT NULL,
+    created_s REAL NOT NULL,
+    revoked_s REAL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    """One key as listed: never the key itself."""
+
+    prefix: str
+    project: str
+    created_s: float
+    revoked_s: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_s is None
+
+
+def hash_key(key: str) -> str:
+    """The stored form of ``key``: SHA-256, hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def looks_like_key(key: str) -> bool:
+    """Whether ``key`` has the shape of an infersight key (checked before any lookup)."""
+    return bool(_KEY.match(key))
+
+
+def validate_project(project: str) -> str:
+    if not _PROJECT.match(project):
+        raise ValueError(
+            "The project name must be 1-64 letters, digits, '.', '_' or '-', starting with a "
+            f"letter or digit; got {project!r}."
+        )
+    return project
+
+
+class ProjectKeys:
+    """The key file of one data directory.
+
+    Safe to open from several processes at once (the collector and the CLI) and to use from
+    several threads. Every method blocks on a small SQLite read or write.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(data_dir) / KEYS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created private before SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = FULL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()  # one statement at a time on the shared connection
+
+    def create(self, project: str) -> tuple[str, KeyInfo]:
+        """A new key for ``project``: the key (show it once, it is not stored) and its listing."""
+        validate_project(project)
+        while True:
+            key = KEY_PREFIX + secrets.token_urlsafe(32)
+            info = KeyInfo(key[:PREFIX_CHARS], project, time.time(), None)
+            try:
+                self._execute(
+                    "INSERT INTO project_keys (key_hash, prefix, project, created_s) VALUES (?, ?, ?, ?)",
+                    (hash_key(key), info.prefix, project, info.created_s),
+                )
+            except sqlite3.IntegrityError:
+                continue  # two keys sharing a display prefix: 2^-48, but draw again
+            return key, info
+
+    def list(self) -> list[KeyInfo]:
+        rows = self._execute(
+            "SELECT prefix, project, created_s, revoked_s FROM project_keys ORDER BY project, created_s"
+        )
+        return [KeyInfo(*row) for row in rows]
+
+    def revoke(self, prefix: str) -> KeyInfo:
+        """Revoke the one key whose display prefix starts with ``prefix`` (at least 8 characters).
+
+        Raises ``ValueError`` when no key or more than one key matches. Revoking twice is a no-op.
+        """
+        if len(prefix) < 8:
+            raise ValueError(f"Give at least 8 characters of the key prefix; got {prefix!r}.")
+        matches = self._execute(
+            "SELECT prefix, project, created_s, revoked_s FROM project_keys"
+            " WHERE substr(prefix, 1, length(?1)) = ?1",
+            (prefix,),
+        )
+        if len(matches) != 1:
+            found = "no key" if not matches else f"{len(matches)} keys"
+            raise ValueError(f"{found} with a prefix starting {prefix!r}; see 'infersight keys list'.")
+        info = KeyInfo(*matches[0])
+        if info.active:
+            revoked_s = time.time()
+            self._execute("UPDATE project_keys SET revoked_s = ? WHERE prefix = ?", (revoked_s, info.prefix))
+            info = KeyInfo(info.prefix, info.project, info.created_s, revoked_s)
+        return info
+
+    def project_for_hash(self, key_hash: str) -> str | None:
+        """The project of the active key with this hash, or ``None``."""
+        rows = self._execute(
+            "SELECT key_hash, project FROM project_keys WHERE key_hash = ? AND revoked_s IS NULL",
+            (key_hash,),
+        )
+        # The lookup goes through an index; comparing again in constant time keeps the answer
+        # independent of how much of the hash matched, whatever the index does.
+        if not rows or not secrets.compare_digest(rows[0][0], key_hash):
+            return None
+        return rows[0][1]
+
+    def project_for_prefix(self, prefix: str) -> str | None:
+        """The project of the active key with this exact display prefix, or ``None``."""
+        rows = self._execute(
+            "SELECT project FROM project_keys WHERE prefix = ? AND revoked_s IS NULL", (prefix,)
+        )
+        return rows[0][0] if rows else None
+
+    def has_active_keys(self) -> bool:
+        return bool(self._execute("SELECT 1 FROM project_keys WHERE revoked_s IS NULL LIMIT 1"))
+
+    def session_secret(self) -> bytes:
+        """The key that signs dashboard cookies, made on first use and kept with the key hashes."""
+        self._execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('session_secret', ?)", (secrets.token_hex(32),)
+        )
+        return bytes.fromhex(self._execute("SELECT value FROM meta WHERE key = 'session_secret'")[0][0])
+
+    def _execute(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

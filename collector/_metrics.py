@@ -1,0 +1,78 @@
+"""``GET /metrics``: the collector's own health in the Prometheus text format.
+
+A handful of lines written by hand; prometheus-client would be one more dependency for them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
+
+from ._spool import SpoolDepth
+
+router = APIRouter()
+
+_COUNTERS = {
+    "spans_received": "Spans acknowledged to exporters (safe in the spool).",
+    "spans_stored": "Spans written from the spool to the store.",
+    "spans_refused": "Spans answered 503 because the spool was full; exporters retry them.",
+    "store_errors": "Failed store inserts; the batch stayed in the spool and was retried.",
+}
+_REJECTED = (
+    "OTLP requests answered 4xx, by status; their spans are not counted because a body that "
+    "cannot be decoded (or is not decoded, for 401) has no known span count."
+)
+
+
+class Counters:
+    """Monotonic counters, thread-safe. ``add`` never blocks for long and never raises."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: Counter[str] = Counter()
+
+    def add(self, name: str, value: int = 1) -> None:
+        with self._lock:
+            self._values[name] += value
+
+    def get(self, name: str) -> int:
+        with self._lock:
+            return self._values[name]
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._values)
+
+
+def render(counters: dict[str, int], depth: SpoolDepth) -> str:
+    """The Prometheus text exposition (format 0.0.4) of ``counters`` and the spool's ``depth``."""
+    lines: list[str] = []
+    for name, help_text in _COUNTERS.items():
+        metric = f"infersight_{name}_total"
+        lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} counter", f"{metric} {counters.get(name, 0)}"]
+    metric = "infersight_otlp_rejected_requests_total"
+    lines += [f"# HELP {metric} {_REJECTED}", f"# TYPE {metric} counter"]
+    rejected = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("rejected:"))
+    lines += [f'{metric}{{code="{code}"}} {value}' for code, value in rejected] or [f"{metric} 0"]
+    gauges = {
+        "spool_entries": ("Requests acknowledged but not yet stored.", depth.entries),
+        "spool_rows": ("Spans acknowledged but not yet stored.", depth.rows),
+        "spool_bytes": ("Compressed bytes the spool holds.", depth.bytes),
+        "spool_max_bytes": ("Spool size at which /v1/traces answers 503.", depth.max_bytes),
+        "spool_oldest_age_seconds": ("Age of the oldest spool entry; 0 when empty.", round(depth.oldest_age_s, 3)),
+    }
+    for name, (help_text, value) in gauges.items():
+        metric = f"infersight_{name}"
+        lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge", f"{metric} {value}"]
+    return "\n".join(lines) + "\n"
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+async def metrics(request: Request) -> PlainTextResponse:
+    """Counters and spool depth. Unauthenticated like ``/healthz``: no span data, no project names."""
+    depth = request.app.state.spool.depth()
+    text = render(request.app.state.counters.snapshot(), depth)
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,0 +1,283 @@
+"""The spool: acknowledged spans wait here, on disk, until the writer has stored them.
+
+One SQLite file in WAL mode under the data directory. :meth:`Spool.append` returns only once
+the entry is committed, so a 200 to the exporter never depends on the store being up. The writer
+takes entries back in batches (:meth:`Spool.next_batch`) and deletes them once stored
+(:meth:`Spool.done`).
+
+Exactly once into ClickHouse, across crashes: a batch's id range is recorded (durably) before it
+is inserted, and the insert carries a deduplication token derived from that range. After a crash
+the same range comes back with the same token, and ClickHouse drops the repeat if the first
+attempt had landed. Entry ids are never reused (``AUTOINCREMENT``) and the token starts with a
+random id of this spool file, so a token never names two different batches.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._errors import SpoolError, SpoolFull
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    received_s REAL NOT NULL,
+    project TEXT NOT NULL,
+    row_count INTEGER NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolDepth:
+    """What waits in the spool: entries (one per request), span rows, stored bytes, oldest age."""
+
+    entries: int
+    rows: int
+    bytes: int
+    max_bytes: int
+    oldest_age_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Entries ``first_id..last_id`` merged into one insert of ``rows`` JSONEachRow lines."""
+
+    first_id: int
+    last_id: int
+    entries: int
+    row_count: int
+    rows: bytes
+    dedup_token: str
+
+
+@dataclass(slots=True)
+class _Pending:
+    project: str
+    body: bytes
+    row_count: int
+    received_s: float
+    id: int = 0
+    done: bool = False
+    error: BaseException | None = field(default=None)
+
+
+class Spool:
+    """A durable FIFO of span rows.
+
+    Args:
+        path: the SQLite file; created with its directory if missing.
+        max_bytes: :meth:`append` raises :class:`SpoolFull` rather than grow the stored
+            (compressed) bytes beyond this.
+
+    All methods are thread-safe and block on disk I/O (an fsync per commit).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int) -> None:
+        if max_bytes <= 0:
+            raise ValueError(f"The 'max_bytes' parameter of Spool must be positive; got {max_bytes}.")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        try:
+            self._db = self._connect()
+            self._db.executescript(_SCHEMA)
+            self._spool_id = self._meta("spool_id") or self._new_spool_id()
+            self._entries, self._rows, self._bytes = self._db.execute(
+                "SELECT count(*), coalesce(sum(row_count), 0), coalesce(sum(length(body)), 0) FROM entries"
+            ).fetchone()
+            # A second connection answers depth() while the first may be inside an fsync.
+            self._reader = self._connect()
+        except sqlite3.Error as exc:
+            raise SpoolError(f"cannot open the spool {self.path}: {exc}") from exc
+        self._queued_bytes = 0
+        self._queue: list[_Pending] = []
+        self._state = threading.Lock()  # counters and the queue
+        self._commit = threading.Lock()  # the write connection; its holder commits the whole queue
+        self._reader_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        db.execute("PRAGMA journal_mode = WAL")
+        # FULL, not NORMAL: a 200 tells the exporter to drop its copy, so the entry must survive
+        # a power cut or kernel crash, not only a killed process. NORMAL in WAL mode skips the
+        # fsync at commit, and a power cut may then roll back the last commits: precisely the
+        # ones just acknowledged. The fsync (2-4 ms on this machine's disk) is shared by every
+        # request waiting in the same group commit, see append().
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA journal_size_limit = 67108864")  # WAL shrinks back after a burst
+        return db
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _new_spool_id(self) -> str:
+        spool_id = secrets.token_hex(8)
+        self._db.execute("INSERT INTO meta (key, value) VALUES ('spool_id', ?)", (spool_id,))
+        return spool_id
+
+    def append(self, project: str, rows: bytes, row_count: int) -> int:
+        """Store one request's JSONEachRow ``rows`` durably; returns the entry id once committed.
+
+        Raises :class:`SpoolFull` at the size limit and :class:`SpoolError` when the disk fails.
+        Concurrent callers are committed together: whoever holds the commit lock writes every
+        entry queued so far in one transaction, so N waiting requests cost one fsync.
+        """
+        item = _Pending(project, zlib.compress(rows, 1), row_count, time.time())
+        with self._state:
+            held = self._bytes + self._queued_bytes
+            if held and held + len(item.body) > self.max_bytes:
+                raise SpoolFull(
+                    f"the spool holds {held} bytes and its limit is {self.max_bytes}; "
+                    "the store is not keeping up, retry later"
+                )
+            self._queue.append(item)
+            self._queued_bytes += len(item.body)
+        with self._commit:
+            if not item.done:
+                with self._state:
+                    group, self._queue = self._queue, []
+                self._write(group)
+        if item.error is not None:
+            raise SpoolError(f"cannot write to the spool {self.path}: {item.error}") from item.error
+        return item.id
+
+    def _write(self, group: list[_Pending]) -> None:
+        error: BaseException | None = None
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            for item in group:
+                cursor = self._db.execute(
+                    "INSERT INTO entries (received_s, project, row_count, body) VALUES (?, ?, ?, ?)",
+                    (item.received_s, item.project, item.row_count, item.body),
+                )
+                item.id = cursor.lastrowid or 0
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            error = exc
+            self._rollback()
+        size = sum(len(item.body) for item in group)
+        with self._state:
+            self._queued_bytes -= size
+            if error is None:
+                self._entries += len(group)
+                self._rows += sum(item.row_count for item in group)
+                self._bytes += size
+        for item in group:
+            item.error = error
+            item.done = True
+
+    def _rollback(self) -> None:
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the connection is broken; the error that got us here is what gets reported
+
+    def next_batch(self, *, max_rows: int, max_bytes: int) -> Batch | None:
+        """The oldest entries, merged, up to ``max_rows`` rows and ``max_bytes`` stored bytes.
+
+        Returns the same batch again until :meth:`done` is called for it, also after a restart,
+        so a retried insert carries the same entries and the same deduplication token. ``None``
+        when the spool is empty. Blocks on one small commit when it starts a new batch.
+        """
+        with self._commit:
+            try:
+                claimed = self._meta("batch")
+                if claimed is None:
+                    first_id, last_id = self._choose(max_rows, max_bytes)
+                    if first_id is None:
+                        return None
+                    # Durable before the insert: after a crash the same range must be retried.
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('batch', ?)",
+                        (f"{first_id} {last_id}",),
+                    )
+                else:
+                    first_id, last_id = map(int, claimed.split())
+                bodies = self._db.execute(
+                    "SELECT body, row_count FROM entries WHERE id BETWEEN ? AND ? ORDER BY id",
+                    (first_id, last_id),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
+        try:
+            rows = b"".join(zlib.decompress(body) for body, _ in bodies)
+        except zlib.error as exc:
+            raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
+        return Batch(
+            first_id=first_id,
+            last_id=last_id,
+            entries=len(bodies),
+            row_count=sum(count for _, count in bodies),
+            rows=rows,
+            dedup_token=f"{self._spool_id}{first_id:016x}{last_id:016x}",
+        )
+
+    def _choose(self, max_rows: int, max_bytes: int) -> tuple[int | None, int]:
+        first_id: int | None = None
+        last_id = 0
+        rows = size = 0
+        # Every entry holds at least one row, so max_rows entries always suffice.
+        for entry_id, row_count, length in self._db.execute(
+            "SELECT id, row_count, length(body) FROM entries ORDER BY id LIMIT ?", (max_rows,)
+        ):
+            if first_id is not None and (rows + row_count > max_rows or size + length > max_bytes):
+                break
+            first_id = entry_id if first_id is None else first_id
+            last_id, rows, size = entry_id, rows + row_count, size + length
+        return first_id, last_id
+
+    def done(self, batch: Batch) -> None:
+        """Forget ``batch``: its rows are in the store. Blocks on one commit."""
+        with self._commit:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                size = self._db.execute(
+                    "SELECT coalesce(sum(length(body)), 0) FROM entries WHERE id BETWEEN ? AND ?",
+                    (batch.first_id, batch.last_id),
+                ).fetchone()[0]
+                self._db.execute(
+                    "DELETE FROM entries WHERE id BETWEEN ? AND ?", (batch.first_id, batch.last_id)
+                )
+                self._db.execute("DELETE FROM meta WHERE key = 'batch'")
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise SpoolError(f"cannot delete stored entries from the spool {self.path}: {exc}") from exc
+        with self._state:
+            self._entries -= batch.entries
+            self._rows -= batch.row_count
+            self._bytes -= size
+
+    def depth(self) -> SpoolDepth:
+        """What waits, for ``/metrics``. Cheap: counters plus one indexed read; never waits on a commit."""
+        with self._reader_lock:
+            try:
+                row = self._reader.execute("SELECT received_s FROM entries ORDER BY id LIMIT 1").fetchone()
+            except sqlite3.Error:
+                row = None
+        with self._state:
+            return SpoolDepth(
+                entries=self._entries,
+                rows=self._rows,
+                bytes=self._bytes,
+                max_bytes=self.max_bytes,
+                oldest_age_s=max(time.time() - row[0], 0.0) if row else 0.0,
+            )
+
+    def close(self) -> None:
+        """Close the file. Entries not yet stored stay in it for the next start."""
+        with self._commit, self._reader_lock:
+            self._reader.close()
+            self._db.close()

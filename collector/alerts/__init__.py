@@ -1,0 +1,27 @@
+"""Alerting for exactly three things: error-rate spikes, queues that do not drain, cost anomalies."""
+
+from __future__ import annotations
+
+from ._channels import AlertmanagerNotifier, Notifier, NotifierError, SlackNotifier, WebhookNotifier
+from ._cost import CostRule
+from ._error_rate import BurnWindow, ErrorRateRule
+from ._evaluator import Evaluation, Evaluator, EvaluatorConfig, history
+from ._model import Alert
+from ._queue import QueueRule
+
+__all__ = [
+    "Alert",
+    "AlertmanagerNotifier",
+    "BurnWindow",
+    "CostRule",
+    "ErrorRateRule",
+    "Evaluation",
+    "Evaluator",
+    "EvaluatorConfig",
+    "Notifier",
+    "NotifierError",
+    "QueueRule",
+    "SlackNotifier",
+    "WebhookNotifier",
+    "history",
+]

@@ -1,0 +1,288 @@
+"""The evaluator: every minute, read the store, run the three rules, move alerts through their
+lifecycle and notify. One evaluator per deployment (it is the collector process on the embedded
+store; a singleton process beside stateless collectors on a ClickHouse cluster)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .._store import Store, encode_rows
+from ._channels import Notifier, NotifierError
+from ._cost import CostRule
+from ._error_rate import Counts, ErrorRateRule
+from ._model import Alert
+from ._queue import DepthSample, QueueRule
+from ._state import AlertState, Event, transition
+
+logger = logging.getLogger("infersight.alerts")
+
+_DT = "DateTime64(3)"
+
+
+@dataclass
+class EvaluatorConfig:
+    error_rule: ErrorRateRule = field(default_factory=ErrorRateRule)
+    queue_rule: QueueRule = field(default_factory=QueueRule)
+    cost_rule: CostRule = field(default_factory=CostRule)
+    repeat_interval: timedelta = timedelta(hours=4)
+
+
+@dataclass
+class Evaluation:
+    """What one evaluation found and did."""
+
+    at: datetime
+    active: list[Alert]
+    events: list[Event]
+    delivery_errors: list[str]
+
+
+def _ts(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _parse_ts(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+
+
+class Evaluator:
+    """Runs the paging rules over the store. ``run_once`` is blocking and not re-entrant;
+    :meth:`start` runs it every ``interval`` on a daemon thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        notifiers: Sequence[Notifier] = (),
+        config: EvaluatorConfig | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ) -> None:
+        self.store = store
+        self.notifiers = list(notifiers)
+        self.config = config or EvaluatorConfig()
+        self.clock = clock
+        self._cost_cache: tuple[datetime, list[Alert]] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def error_alerts(self, now: datetime) -> list[Alert]:
+        rule = self.config.error_rule
+        lookbacks = rule.lookbacks()
+        columns, params = [], {"now": _ts(now), "oldest": _ts(now - max(lookbacks))}
+        for i, lookback in enumerate(lookbacks):
+            params[f"s{i}"] = _ts(now - lookback)
+            since = f"ts >= {{s{i}:{_DT}}}"
+            columns.append(
+                f"countIf({since}) AS t{i}, countIf({since} AND status = 'error') AS e{i}, "
+                f"countIf({since} AND status = 'error' AND error_class = 'transient') AS tr{i}, "
+                f"countIf({since} AND status = 'error' AND error_class != 'transient') AS lo{i}"
+            )
+        rows = self.store.query(
+            f"SELECT project, service, {', '.join(columns)} FROM llm_spans"
+            f" WHERE ts >= {{oldest:{_DT}}} AND ts < {{now:{_DT}}} GROUP BY project, service",
+            params,
+        )
+        alerts = []
+        for row in rows:
+            counts = {
+                lb: Counts(int(row[f"t{i}"]), int(row[f"e{i}"]), int(row[f"tr{i}"]), int(row[f"lo{i}"]))
+                for i, lb in enumerate(lookbacks)
+            }
+            alert = rule.evaluate(row["project"], row["service"], counts, now)
+            if alert is not None:
+                top = self._top_error_labels(row["project"], row["service"], now - min(lookbacks), now)
+                alert = rule.evaluate(row["project"], row["service"], counts, now, top_labels=top)
+                alerts.append(alert)
+        return alerts
+
+    def _top_error_labels(self, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:
+        out = {}
+        for column in ("tenant", "model"):
+            rows = self.store.query(
+                f"SELECT {column} AS value, count() AS n FROM llm_spans"
+                f" WHERE project = {{project:String}} AND service = {{service:String}} AND status = 'error'"
+                f" AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}} GROUP BY value ORDER BY n DESC LIMIT 1",
+                {"project": project, "service": service, "start": _ts(start), "end": _ts(end)},
+            )
+            if rows and rows[0]["value"]:
+                out[column] = f"{rows[0]['value']} ({rows[0]['n']} errors)"
+        return out
+
+    def queue_alerts(self, now: datetime) -> list[Alert]:
+        rule = self.config.queue_rule
+        params = {"now": _ts(now), "since": _ts(now - max(rule.window, rule.silent_after) - timedelta(hours=1))}
+        rows = self.store.query(
+            "SELECT project, service, queue, toString(ts) AS at, depth, oldest_age_s FROM queue_depth"
+            f" WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}} ORDER BY project, service, queue, ts",
+            params,
+        )
+        series: dict[tuple[str, str, str], list[DepthSample]] = defaultdict(list)
+        for row in rows:
+            series[(row["project"], row["service"], row["queue"])].append(
+                DepthSample(_parse_ts(row["at"]), float(row["depth"]), row["oldest_age_s"])
+            )
+        return [a for (p, s, q), samples in series.items() if (a := rule.evaluate(p, s, q, samples, now))]
+
+    def cost_alerts(self, now: datetime) -> list[Alert]:
+        current = now.replace(minute=0, second=0, microsecond=0)
+        if self._cost_cache and self._cost_cache[0] == current:
+            return self._cost_cache[1]  # hourly rule: nothing changes until the next hour completes
+        rule = self.config.cost_rule
+        rows = self.store.query(
+            "SELECT project, tenant, toString(toStartOfHour(ts)) AS hour, sum(ifNull(cost_usd, 0)) AS cost"
+            f" FROM llm_spans WHERE ts >= {{since:{_DT}}} AND ts < {{current:{_DT}}}"
+            " GROUP BY project, tenant, hour",
+            {"since": _ts(current - rule.history), "current": _ts(current)},
+        )
+        hourly: dict[tuple[str, str], dict[datetime, float]] = defaultdict(dict)
+        for row in rows:
+            hourly[(row["project"], row["tenant"])][_parse_ts(row["hour"])] = float(row["cost"])
+        alerts = []
+        for (project, tenant), costs in hourly.items():
+            alert, verdicts = rule.evaluate(project, tenant, costs, now)
+            if alert is not None:
+                bad = [v.hour for v in verdicts if v.anomalous]
+                alerts.append(replace(alert, details=self._cost_drivers(project, tenant, bad)))
+        self._cost_cache = (current, alerts)
+        return alerts
+
+    def _cost_drivers(self, project: str, tenant: str, hours: list[datetime]) -> str:
+        """Which routes, models and users carried the excess: spend in the anomalous hours
+        against the same hours a week earlier."""
+        parts = []
+        for column in ("route", "model", "user_id"):
+            rows = self.store.query(
+                f"SELECT {column} AS value,"
+                " sumIf(ifNull(cost_usd, 0), toUnixTimestamp(toStartOfHour(ts)) IN {hours:Array(UInt32)}) AS now_usd,"
+                " sumIf(ifNull(cost_usd, 0), toUnixTimestamp(toStartOfHour(ts)) IN {before:Array(UInt32)}) AS before_usd"
+                " FROM llm_spans WHERE project = {project:String} AND tenant = {tenant:String}"
+                f" AND ts >= {{start:{_DT}}} GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
+                {
+                    "project": project, "tenant": tenant,
+                    "hours": [int(h.timestamp()) for h in hours],
+                    "before": [int((h - timedelta(weeks=1)).timestamp()) for h in hours],
+                    "start": _ts(min(hours) - timedelta(weeks=1)),
+                },
+            )
+            drivers = [
+                f"{r['value'] or '(none)'} ${float(r['now_usd']):,.2f} (${float(r['before_usd']):,.2f} a week earlier)"
+                for r in rows if float(r["now_usd"]) > float(r["before_usd"])
+            ]
+            if drivers:
+                parts.append(f"{column.replace('_id', '')}s: " + "; ".join(drivers))
+        return "Excess driven by " + " | ".join(parts) + "." if parts else ""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _stored(self) -> dict[str, AlertState]:
+        rows = self.store.query(
+            "SELECT project, fingerprint, name, status, labels, summary, details, numbers, link,"
+            " toString(starts_at) AS starts, toString(ends_at) AS ends,"
+            " toString(last_notified_at) AS notified FROM alerts FINAL WHERE status = 'firing'"
+        )
+        return {
+            r["fingerprint"]: AlertState(
+                project=r["project"], fingerprint=r["fingerprint"], name=r["name"], status=r["status"],
+                labels=r["labels"], summary=r["summary"], details=r["details"], numbers=r["numbers"],
+                link=r["link"], starts_at=_parse_ts(r["starts"]),
+                ends_at=_parse_ts(r["ends"]) if r["ends"] else None,
+                last_notified_at=_parse_ts(r["notified"]) if r["notified"] else None,
+            )
+            for r in rows
+        }
+
+    def run_once(self, now: datetime | None = None) -> Evaluation:
+        """Evaluate every rule at ``now`` (default: the clock), notify, and store the new state."""
+        now = now or self.clock()
+        active = self.error_alerts(now) + self.queue_alerts(now) + self.cost_alerts(now)
+        updates, events = transition(active, self._stored(), now, self.config.repeat_interval)
+        delivered, errors = self._deliver(events)
+        # Delivered anywhere counts as notified: retrying every channel because one failed would
+        # page twice on the others. With no channel at all, the history is the notification.
+        notified = {e.state.fingerprint for e in events} if delivered or not self.notifiers else set()
+        states = [replace(s, last_notified_at=now) if s.fingerprint in notified else s for s in updates]
+        self._write(states, events, now, delivered)
+        return Evaluation(now, active, events, errors)
+
+    def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
+        delivered, errors = [], []
+        if not events:
+            return delivered, errors
+        for notifier in self.notifiers:
+            try:
+                notifier.send(events)
+                delivered.append(notifier.name)
+            except NotifierError as exc:
+                logger.error("alert delivery failed: %s", exc)
+                errors.append(str(exc))
+        return delivered, errors
+
+    def _write(self, states: list[AlertState], events: list[Event], now: datetime, delivered: list[str]) -> None:
+        def row(s: AlertState) -> dict[str, Any]:
+            return {
+                "project": s.project, "fingerprint": s.fingerprint, "name": s.name, "status": s.status,
+                "labels": s.labels, "summary": s.summary, "details": s.details, "numbers": s.numbers,
+                "link": s.link, "starts_at": _ts(s.starts_at), "ends_at": _ts(s.ends_at) if s.ends_at else None,
+                "last_notified_at": _ts(s.last_notified_at) if s.last_notified_at else None,
+                "updated_at": _ts(now),
+            }
+
+        if states:
+            self.store.insert("alerts", encode_rows([row(s) for s in states]))
+        failed = [n.name for n in self.notifiers if n.name not in delivered]
+        event_rows = [
+            {
+                "project": e.state.project, "ts": _ts(now), "fingerprint": e.state.fingerprint,
+                "name": e.state.name, "event": e.kind, "labels": e.state.labels, "summary": e.state.summary,
+                "details": e.state.details, "numbers": e.state.numbers, "link": e.state.link,
+                "delivered": delivered, "failed": failed,
+            }
+            for e in events
+        ]
+        if event_rows:
+            self.store.insert("alert_events", encode_rows(event_rows))
+
+    # -- background ----------------------------------------------------------------------------
+
+    def start(self, interval: timedelta = timedelta(minutes=1)) -> None:
+        def loop() -> None:
+            while not self._stop.wait(interval.total_seconds()):
+                try:
+                    self.run_once()
+                except Exception:  # one bad evaluation must not end alerting
+                    logger.exception("alert evaluation failed")
+
+        self._thread = threading.Thread(target=loop, name="infersight-evaluator", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+def history(store: Store, project: str, since: datetime) -> dict[str, list[dict[str, Any]]]:
+    """Firing alerts and the event history since ``since`` for one project (the API's answer)."""
+    firing = store.query(
+        "SELECT fingerprint, name, labels, summary, details, numbers, link, toString(starts_at) AS since"
+        " FROM alerts FINAL WHERE project = {project:String} AND status = 'firing' ORDER BY alerts.starts_at DESC",
+        {"project": project},
+    )
+    events = store.query(
+        "SELECT toString(ts) AS at, fingerprint, name, event, labels, summary, details, numbers, link, delivered, failed"
+        f" FROM alert_events WHERE project = {{project:String}} AND ts >= {{since:{_DT}}} ORDER BY alert_events.ts DESC"
+        " LIMIT 1000",
+        {"project": project, "since": _ts(since)},
+    )
+    return {"firing": firing, "history": events}
+
+
+

@@ -1,0 +1,49 @@
+-- LLM-judge scores of sampled spans and panel items (infersight.judges). Scores are only
+-- comparable within one judge_model and one (rubric_id, rubric_version): queries group by them.
+-- ts is when the judged span happened (trends follow the app, not the judge); judged_at is when
+-- it was judged. sample_rate is the span's inclusion probability in the stratified sample (1 for
+-- panel items): weight a mean by 1 / sample_rate to undo the stratification.
+CREATE TABLE IF NOT EXISTS judge_scores (
+    project LowCardinality(String),
+    ts DateTime64(9),
+    judged_at DateTime64(3),
+    trace_id String,
+    span_id String,
+    tenant LowCardinality(String),
+    route LowCardinality(String),
+    service_version LowCardinality(String),
+    judge_model LowCardinality(String),
+    rubric_id LowCardinality(String),
+    rubric_version UInt32,
+    score UInt8,
+    reason String,
+    judge_cost_usd Nullable(Float64),
+    judge_latency_s Float64,
+    sample_rate Float64,
+    source LowCardinality(String)
+) ENGINE = MergeTree()
+PARTITION BY toYYYYMM(ts)
+ORDER BY (project, ts, span_id);
+
+-- Every judgement attempted, successful or not: the judge's own spend (calls, tokens, dollars)
+-- and the ledger the daily budget is checked against. ts is when the call was made.
+-- outcome: ok | invalid_verdict | transient | rejected. purpose: sample | panel.
+CREATE TABLE IF NOT EXISTS judge_calls (
+    project LowCardinality(String),
+    ts DateTime64(3),
+    trace_id String,
+    span_id String,
+    judge_model LowCardinality(String),
+    rubric_id LowCardinality(String),
+    rubric_version UInt32,
+    purpose LowCardinality(String),
+    outcome LowCardinality(String),
+    attempts UInt16,
+    input_tokens UInt64,
+    output_tokens UInt64,
+    cost_usd Nullable(Float64),
+    latency_s Float64,
+    error String
+) ENGINE = MergeTree()
+PARTITION BY toYYYYMM(ts)
+ORDER BY (project, ts);

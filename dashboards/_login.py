@@ -1,0 +1,80 @@
+"""``/login`` and ``/logout``: a dashboard session from a project API key, in a signed cookie."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from infersight.collector._auth import SESSION_COOKIE, SESSION_MAX_AGE_S
+from infersight.collector._deps import AuthenticatorDep
+from infersight.collector._errors import Unauthorized
+
+from ._templates import env
+
+router = APIRouter()
+_FORM_MAX_BYTES = 8192
+
+
+def _safe_next(target: str) -> str:
+    # Only a path on this site: "//evil.example" or "/\evil.example" would leave it.
+    if not target.startswith("/") or target.startswith(("//", "/\\")):
+        return "/"
+    return target
+
+
+def _login_page(next_path: str, error: str | None, status_code: int = 200) -> HTMLResponse:
+    html = env.get_template("login.html").render(next=next_path, error=error, project=None)
+    return HTMLResponse(html, status_code)
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(auth: AuthenticatorDep, next: str = "/") -> Response:
+    """The login form: paste a project API key."""
+    if auth is None:
+        return RedirectResponse("/", 303)
+    return _login_page(_safe_next(next), None)
+
+
+@router.post("/login")
+async def login(request: Request, auth: AuthenticatorDep) -> Response:
+    """Check the key and set the session cookie (HttpOnly, SameSite=Lax, signed, 12 h)."""
+    if auth is None:
+        return RedirectResponse("/", 303)
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+        # A form posted from another site must not log this browser into the poster's project.
+        return Response("cross-site login refused", 403)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _FORM_MAX_BYTES:
+            return Response("form too large", 413)
+    form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=10)
+    key = form.get("key", [""])[0].strip()
+    next_path = _safe_next(form.get("next", ["/"])[0])
+    try:
+        cookie = await run_in_threadpool(auth.session_cookie, key)
+    except Unauthorized:
+        return _login_page(next_path, "That key is unknown or revoked.", 401)
+    response = RedirectResponse(next_path, 303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        cookie,
+        max_age=SESSION_MAX_AGE_S,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.get("/logout")
+async def logout() -> Response:
+    """Forget the session cookie and go back to the login form."""
+    response = RedirectResponse("/login", 303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

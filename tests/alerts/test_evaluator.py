@@ -1,0 +1,147 @@
+"""The evaluator over the real embedded store, notifying local receivers in the real formats."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from infersight.collector._store import encode_rows
+from infersight.collector.alerts import (
+    AlertmanagerNotifier, Evaluator, SlackNotifier, WebhookNotifier, history,
+)
+
+from .receiver import Receiver
+
+NOW = datetime(2026, 11, 25, 15, 30, tzinfo=timezone.utc)
+
+
+def ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def span_rows(project, service, start, minutes, per_minute, error_rate, *, tenant="acme", cost=0.001,
+              route="support.answer", model="gpt-4o-mini", seed=0):
+    rng = random.Random(seed)
+    rows = []
+    for m in range(minutes):
+        for i in range(per_minute):
+            failed = rng.random() < error_rate
+            rows.append({
+                "project": project, "ts": ts(start + timedelta(minutes=m, seconds=i % 60)), "service": service,
+                "tenant": tenant, "route": route, "model": model, "operation": "chat", "cost_usd": cost,
+                "duration_s": 0.5, "status": "error" if failed else "ok",
+                "error_class": "transient" if failed else "",
+            })
+    return rows
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.stop()
+
+
+def notifiers(receiver):
+    return [
+        AlertmanagerNotifier(receiver.url, external_url="http://dash"),
+        WebhookNotifier(receiver.url + "/hook", external_url="http://dash"),
+        SlackNotifier(receiver.url + "/slack", external_url="http://dash"),
+    ]
+
+
+def mine(alerts, project):
+    return [a for a in alerts if a["labels"].get("project") == project]
+
+
+def test_error_spike_pages_once_survives_restart_and_resolves(store, receiver):
+    project = "alerts-errors"
+    rows = span_rows(project, "checkout", NOW - timedelta(hours=2), 110, 30, 0.002)
+    rows += span_rows(project, "checkout", NOW - timedelta(minutes=10), 10, 30, 0.9, tenant="<b>globex</b>", seed=1)
+    store.insert("llm_spans", encode_rows(rows))
+
+    evaluator = Evaluator(store, notifiers(receiver))
+    result = evaluator.run_once(NOW)
+    fired = [e for e in result.events if e.state.project == project]
+    assert [e.kind for e in fired] == ["firing"]
+    assert fired[0].state.name == "ErrorRateSpike"
+    assert "Most affected tenant: <b>globex</b>" in fired[0].state.details
+
+    (am_batch,) = receiver.bodies("/api/v2/alerts")
+    (am,) = mine(am_batch, project)
+    assert am["labels"]["alertname"] == "ErrorRateSpike" and am["labels"]["service"] == "checkout"
+    assert am["generatorURL"].startswith("http://dash/traces?service=checkout")
+    assert am["startsAt"].endswith("Z") and am["endsAt"] > am["startsAt"]
+    (hook,) = receiver.bodies("/hook")
+    assert hook["version"] == "4" and hook["status"] == "firing"
+    assert mine(hook["alerts"], project)[0]["annotations"]["summary"].startswith("checkout:")
+    (slack,) = receiver.bodies("/slack")
+    assert "FIRING" in slack["text"]
+    assert "&lt;b&gt;globex&lt;/b&gt;" in slack["text"] and "<b>" not in slack["text"]  # untrusted tenant name
+
+    # one minute later, and after a restart: still firing, no second page
+    assert [e for e in evaluator.run_once(NOW + timedelta(minutes=1)).events if e.state.project == project] == []
+    restarted = Evaluator(store, notifiers(receiver))
+    assert [e for e in restarted.run_once(NOW + timedelta(minutes=2)).events if e.state.project == project] == []
+    assert len(receiver.bodies("/hook")) == 1
+
+    # the failures age out of the windows: resolved, with a notification
+    later = NOW + timedelta(minutes=45)
+    store.insert("llm_spans", encode_rows(span_rows(project, "checkout", NOW, 45, 30, 0.0, seed=2)))
+    resolved = [e for e in restarted.run_once(later).events if e.state.project == project]
+    assert [e.kind for e in resolved] == ["resolved"]
+    assert receiver.bodies("/hook")[-1]["status"] == "resolved"
+
+    h = history(store, project, NOW - timedelta(hours=1))
+    assert h["firing"] == []
+    assert [e["event"] for e in h["history"]] == ["resolved", "firing"]
+    assert h["history"][0]["delivered"] == ["alertmanager", "webhook", "slack"]
+
+
+def test_failed_delivery_is_retried_next_minute(store, receiver):
+    project = "alerts-retry"
+    rows = span_rows(project, "search", NOW - timedelta(minutes=70), 70, 20, 0.0)
+    rows += span_rows(project, "search", NOW - timedelta(minutes=6), 6, 40, 1.0, seed=3)
+    store.insert("llm_spans", encode_rows(rows))
+    evaluator = Evaluator(store, [WebhookNotifier(receiver.url + "/hook", external_url="http://dash")])
+    receiver.status = 503
+    first = evaluator.run_once(NOW)
+    assert first.delivery_errors and "503" in first.delivery_errors[0]
+    receiver.status = 200
+    second = [e for e in evaluator.run_once(NOW + timedelta(minutes=1)).events if e.state.project == project]
+    assert [e.kind for e in second] == ["repeat"]  # not yet notified, so due at once
+
+
+def test_stalled_queue_pages_and_draining_queue_does_not(store):
+    project = "alerts-queues"
+    rows = []
+    for i in range(12):
+        t = NOW - timedelta(minutes=11) + timedelta(minutes=i)
+        rows.append({"project": project, "service": "worker", "queue": "stuck", "ts": ts(t), "depth": 25.0})
+        rows.append({"project": project, "service": "worker", "queue": "busy", "ts": ts(t), "depth": float(200 + (i % 3) * 40 - i)})
+    store.insert("queue_depth", encode_rows(rows))
+    active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
+    assert [(a.name, a.labels["queue"]) for a in active] == [("QueueNotDraining", "stuck")]
+
+
+def test_cost_anomaly_names_the_route_that_drove_it(store):
+    project = "alerts-cost"
+    current = NOW.replace(minute=0)
+    rows = []
+    hour = current - timedelta(weeks=4)
+    while hour < current:
+        spike = hour >= current - timedelta(hours=2)
+        for route, usd in (("support.answer", 2.0), ("sales.email", 1.0)):
+            usd = usd * (4 if spike and route == "sales.email" else 1)
+            rows.append({"project": project, "ts": ts(hour + timedelta(minutes=7)), "service": "app", "tenant": "acme",
+                         "route": route, "model": "gpt-4o", "user_id": "u-1", "cost_usd": usd, "status": "ok"})
+        hour += timedelta(hours=1)
+    store.insert("llm_spans", encode_rows(rows))
+    active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
+    assert [a.name for a in active] == ["CostAnomaly"]
+    alert = active[0]
+    assert alert.labels["tenant"] == "acme"
+    assert alert.numbers["excess_usd"] == pytest.approx(6.0)
+    assert alert.details.startswith("Excess driven by routes: sales.email $8.00 ($2.00 a week earlier)")

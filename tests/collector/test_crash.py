@@ -1,0 +1,83 @@
+"""kill -9 in the middle of ingest: every acknowledged span is stored, and stored once."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+
+from infersight.collector._server import CollectorProcess
+from tests.collector.otlp_bodies import genai_spans_json
+from tests.conftest import free_port, wait_for
+
+
+def send_until_refused(url: str, acked: list[str], stop: threading.Event) -> None:
+    """Many small requests, one at a time; records the span ids of every 200."""
+    with httpx.Client(timeout=5) as client:
+        while not stop.is_set():
+            body, span_ids = genai_spans_json(3)
+            try:
+                response = client.post(f"{url}/v1/traces", content=body, headers={"content-type": "application/json"})
+            except httpx.HTTPError:
+                return  # killed mid-request: not acknowledged, the exporter would retry it
+            if response.status_code == 200:
+                acked.extend(span_ids)
+
+
+def store_counts(data_dir) -> dict[str, dict[str, int]]:
+    """Span id -> rows in otel_traces and llm_spans, read by a separate process (chDB: one store
+    per process, and this test's own process may already hold one)."""
+    script = (
+        "import json, sys\n"
+        "from infersight.collector import ChdbStore\n"
+        "s = ChdbStore(sys.argv[1])\n"
+        "q = lambda sql: {r['id']: int(r['n']) for r in s.query(sql)}\n"
+        "print(json.dumps({'raw': q('SELECT SpanId AS id, count() AS n FROM otel_traces GROUP BY id'),"
+        " 'typed': q('SELECT span_id AS id, count() AS n FROM llm_spans GROUP BY id')}))\n"
+        "s.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(data_dir)], capture_output=True, check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_kill_9_while_clients_send_loses_and_doubles_nothing_acknowledged(tmp_path):
+    data_dir = tmp_path / "data"
+    first = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
+    acked: list[list[str]] = [[] for _ in range(4)]
+    stop = threading.Event()
+    senders = [threading.Thread(target=send_until_refused, args=(first.url, a, stop)) for a in acked]
+    try:
+        for sender in senders:
+            sender.start()
+        wait_for(lambda: sum(map(len, acked)) >= 1500, timeout_s=20)
+        first.process.kill()  # SIGKILL: no shutdown, no drain, no close
+        first.process.wait()
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join()
+        first.stop()
+    acknowledged = [span_id for a in acked for span_id in a]
+    assert len(acknowledged) >= 1500
+
+    with sqlite3.connect(data_dir / "spool.db") as spool:
+        left = spool.execute("SELECT count(*) FROM entries").fetchone()[0]
+    print(f"{len(acknowledged)} spans acknowledged, {left} requests still in the spool at the kill")
+
+    second = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
+    try:
+        assert wait_for(lambda: "infersight_spool_entries 0\n" in httpx.get(f"{second.url}/metrics").text)
+    finally:
+        second.stop()
+
+    counts = store_counts(data_dir)
+    for table in ("raw", "typed"):
+        doubled = {span_id: n for span_id, n in counts[table].items() if n != 1}
+        assert not doubled, f"{table}: {len(doubled)} spans stored more than once"
+        missing = set(acknowledged) - set(counts[table])
+        assert not missing, f"{table}: {len(missing)} acknowledged spans lost"

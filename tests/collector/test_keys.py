@@ -1,0 +1,90 @@
+"""``infersight keys`` and the key file behind it, without a collector."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from infersight.collector._auth import SESSION_MAX_AGE_S, Authenticator
+from infersight.collector._cli import main as cli
+from infersight.collector._errors import Unauthorized
+from infersight.collector._keys import ProjectKeys
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_create_prints_the_key_once_and_stores_its_hash(tmp_path):
+    code, out, err = run("keys", "create", "--project", "shop-prod", "--data-dir", str(tmp_path))
+    assert code == 0, err
+    key = out.strip()
+    assert re.fullmatch(r"isk_[A-Za-z0-9_-]{43}", key)
+    assert "not shown again" in err and "OTEL_EXPORTER_OTLP_HEADERS" in err and key not in err
+
+    with sqlite3.connect(tmp_path / "keys.db") as db:
+        stored = db.execute("SELECT key_hash, prefix, project, revoked_s FROM project_keys").fetchall()
+    assert stored == [(hashlib.sha256(key.encode()).hexdigest(), key[:12], "shop-prod", None)]
+
+    code, out, _ = run("keys", "list", "--data-dir", str(tmp_path))
+    assert code == 0
+    assert key[:12] in out and "shop-prod" in out and "active" in out
+    assert key not in out
+
+
+def test_revoke_by_prefix(tmp_path):
+    keys = [run("keys", "create", "--project", p, "--data-dir", str(tmp_path))[1].strip() for p in ("a", "b")]
+    code, out, _ = run("keys", "revoke", keys[0][:12], "--data-dir", str(tmp_path))
+    assert code == 0 and "Revoked" in out
+    listing = run("keys", "list", "--data-dir", str(tmp_path))[1]
+    assert re.search(rf"{re.escape(keys[0][:12])}\s+a\s+.*revoked", listing)
+    assert re.search(rf"{re.escape(keys[1][:12])}\s+b\s+.*active", listing)
+    assert run("keys", "revoke", keys[0][:12], "--data-dir", str(tmp_path))[0] == 0  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [("isk_nope0000", "no key"), ("isk_", "at least 8")],
+)
+def test_revoke_refuses_what_it_cannot_pin_to_one_key(tmp_path, prefix, message):
+    run("keys", "create", "--project", "a", "--data-dir", str(tmp_path))
+    code, _, err = run("keys", "revoke", prefix, "--data-dir", str(tmp_path))
+    assert code != 0 and message in err
+
+
+@pytest.mark.parametrize("project", ["", "has space", "../etc", "x" * 65, "-leading"])
+def test_project_names_are_validated(tmp_path, project):
+    code, _, err = run("keys", "create", "--project", project, "--data-dir", str(tmp_path))
+    assert code != 0 and "project name" in err
+
+
+def test_sessions_are_signed_expire_and_end_with_the_key(tmp_path):
+    keys = ProjectKeys(tmp_path)
+    key, info = keys.create("alpha")
+    auth = Authenticator(keys, cache_s=0)
+    cookie = auth.session_cookie(key)
+    assert key not in cookie
+    assert auth.project_for_session(cookie) == "alpha"
+
+    prefix, issued, signature = cookie.split(".")
+    forged = [
+        f"{prefix}.{int(issued) + 1}.{signature}",
+        f"{prefix}.{issued}.{'0' * len(signature)}",
+        f"{prefix}.{issued}",
+        "",
+        None,
+    ]
+    assert [auth.project_for_session(c) for c in forged] == [None] * len(forged)
+    assert auth.project_for_session(cookie, now_s=int(issued) + SESSION_MAX_AGE_S + 1) is None
+    # A second collector start signs with the same secret, so sessions survive a restart.
+    assert Authenticator(ProjectKeys(tmp_path)).project_for_session(cookie) == "alpha"
+
+    keys.revoke(info.prefix)
+    assert auth.project_for_session(cookie) is None
+    with pytest.raises(Unauthorized):
+        auth.session_cookie(key)
