@@ -1,0 +1,368 @@
+"""Collector ingest throughput: OTLP/HTTP protobuf over a real socket into the embedded store.
+
+Starts ``infersight collector`` as a child process (as the demo does) with a real project key,
+POSTs pre-encoded ``ExportTraceServiceRequest`` bodies of GenAI spans from a few client threads
+for a bounded time and span count, then waits for the spool to drain and checks via
+``/api/v1/summary`` that every acknowledged span was stored.
+
+The collector acknowledges a request once its spans are durable in the spool and stores them
+afterwards, so two rates matter: spans acknowledged per second (what exporters see) and spans
+stored per second including the drain (what the store sustains).
+
+    .venv/bin/python bench/ingest.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from infersight.collector._server import CollectorProcess
+
+HOST = "127.0.0.1"  # never send anywhere else
+TARGET_SPANS_PER_S = 20_000  # the issue's target
+CLIENT_THREADS = 4
+BODY_POOL = 8  # distinct bodies per batch size, reused round-robin
+PROJECT = "bench"
+_TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
+_MODELS = (("openai", "gpt-4o-mini", 0.15, 0.60), ("openai", "gpt-4o", 2.5, 10.0),
+           ("anthropic", "claude-3-5-haiku-latest", 0.8, 4.0))
+_ROUTES = ("support.answer", "search.summarize", "billing.explain")
+
+
+def _kv(key: str, value: str | int | float | list[str]) -> KeyValue:
+    if isinstance(value, bool):
+        raise TypeError("no bool attributes here")
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    if isinstance(value, list):
+        array = ArrayValue(values=[AnyValue(string_value=v) for v in value])
+        return KeyValue(key=key, value=AnyValue(array_value=array))
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def _span(rng: random.Random, now_ns: int) -> Span:
+    provider, model, in_price, out_price = rng.choice(_MODELS)
+    tokens_in, tokens_out = rng.randint(50, 4000), rng.randint(5, 800)
+    start = now_ns - rng.randint(1, 60_000) * 1_000_000  # within the last minute
+    error = rng.random() < 0.02
+    attributes = [
+        _kv("gen_ai.operation.name", "chat"),
+        _kv("gen_ai.provider.name", provider),
+        _kv("gen_ai.request.model", model),
+        _kv("gen_ai.response.model", model),
+        _kv("gen_ai.usage.input_tokens", tokens_in),
+        _kv("gen_ai.usage.output_tokens", tokens_out),
+        _kv("gen_ai.response.finish_reasons", ["length" if tokens_out == 800 else "stop"]),
+        _kv("infersight.tenant.id", rng.choice(_TENANTS)),
+        _kv("infersight.user.id", f"u-{rng.randint(1, 5000)}"),
+        _kv("infersight.route", rng.choice(_ROUTES)),
+        _kv("infersight.cost.usd", (tokens_in * in_price + tokens_out * out_price) / 1e6),
+        _kv("infersight.cost.source", f"genai-prices:{provider}/{model}"),
+    ]
+    if error:
+        attributes.append(_kv("error.type", "RateLimitError"))
+    return Span(
+        trace_id=rng.randbytes(16),
+        span_id=rng.randbytes(8),
+        name=f"chat {model}",
+        kind=Span.SPAN_KIND_CLIENT,
+        start_time_unix_nano=start,
+        end_time_unix_nano=start + rng.randint(200, 8000) * 1_000_000,
+        attributes=attributes,
+        status=Status(code=Status.STATUS_CODE_ERROR if error else Status.STATUS_CODE_UNSET),
+    )
+
+
+def build_body(spans: int, seed: int) -> bytes:
+    """One serialized ExportTraceServiceRequest, shaped like the SDK's exporter sends it."""
+    rng = random.Random(seed)
+    now = time.time_ns()
+    service = Resource(attributes=[_kv("service.name", "support-bot"), _kv("service.version", "1.4.2"),
+                                   _kv("telemetry.sdk.language", "python")])
+    scope = InstrumentationScope(name="infersight.sdk", version="0.1.0")
+    request = ExportTraceServiceRequest(resource_spans=[
+        ResourceSpans(resource=service, scope_spans=[
+            ScopeSpans(scope=scope, spans=[_span(rng, now) for _ in range(spans)])
+        ])
+    ])
+    return request.SerializeToString()
+
+
+@dataclass
+class IngestResult:
+    batch: int
+    body_bytes: int
+    requests_ok: int
+    requests_failed: int
+    spans_acked: int
+    load_s: float  # first request sent .. last response received
+    stored_during_load: int | None  # from the collector's own counter; None if it has none
+    drain_s: float | None  # after the load, until every acked span was counted; None: timed out
+    spans_stored: int  # by /api/v1/summary, after the drain
+    latencies_s: list[float]
+    collector_cpu_s: float  # over load_s
+    client_cpu_s: float  # this process (the client threads), over load_s
+
+    @property
+    def acked_per_s(self) -> float:
+        return self.spans_acked / self.load_s
+
+    @property
+    def stored_per_s(self) -> float | None:
+        """End to end: acknowledged spans over load plus drain time."""
+        return None if self.drain_s is None else self.spans_acked / (self.load_s + self.drain_s)
+
+    def latency_ms(self, q: float) -> float:
+        ordered = sorted(self.latencies_s)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+class Collector:
+    """The collector child process plus the HTTP calls the benchmark makes besides the load."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.key = _create_key(data_dir)
+        self.process = CollectorProcess(data_dir, _free_port()).start()
+        assert self.process.process is not None
+        self.pid = self.process.process.pid
+        self.url = self.process.url
+        self.auth = {"authorization": f"Bearer {self.key}"}
+        # trust_env=False: a proxy from the environment must never see this traffic.
+        self.http = httpx.Client(trust_env=False, timeout=60)
+
+    def stored_spans(self) -> int:
+        response = self.http.get(f"{self.url}/api/v1/summary", params={"since": "1h"}, headers=self.auth)
+        response.raise_for_status()
+        return int(response.json()["spans"])
+
+    def metric(self, name: str) -> int | None:
+        """A value from ``/metrics`` (Prometheus text), or None if the collector has no such metric."""
+        text = self.http.get(f"{self.url}/metrics").text
+        match = re.search(rf"^infersight_{name} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
+        return None if match is None else int(float(match.group(1)))
+
+    def cpu_seconds(self) -> float:
+        # utime + stime, so the table can say whether the collector was the bottleneck.
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        self.http.close()
+        self.process.stop()
+
+
+def _create_key(data_dir: Path) -> str:
+    # The documented CLI, as an operator would; the key is the first line of its stdout.
+    done = subprocess.run(
+        [sys.executable, "-m", "infersight.collector._cli", "keys", "create", "--project", PROJECT,
+         "--data-dir", str(data_dir)],
+        capture_output=True, text=True, check=True,
+    )
+    return done.stdout.splitlines()[0].strip()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def load(c: Collector, batch: int, seconds: float, max_spans: int, drain_timeout_s: float) -> IngestResult:
+    """Drive the collector with ``batch``-span bodies until ``seconds`` pass or ``max_spans`` are sent."""
+    bodies = [build_body(batch, seed=batch * 1000 + i) for i in range(BODY_POOL)]
+    headers = {"content-type": "application/x-protobuf", **c.auth}
+    lock = threading.Lock()
+    sent = acked = ok = failed = 0  # sent: spans reserved for sending, to stop at max_spans
+    latencies: list[float] = []
+
+    c.http.post(f"{c.url}/v1/traces", content=bodies[0], headers=headers).raise_for_status()  # warm-up
+    _wait_until(lambda: c.metric("spool_rows") == 0, drain_timeout_s)
+    stored_before = c.stored_spans()
+    counter_before = c.metric("spans_stored_total")
+    cpu_before, client_before = c.cpu_seconds(), _own_cpu_seconds()
+
+    def worker(index: int) -> None:
+        nonlocal sent, acked, ok, failed
+        with httpx.Client(trust_env=False, timeout=60) as client:
+            i = index
+            while time.monotonic() < deadline:
+                with lock:
+                    if sent + batch > max_spans:
+                        return
+                    sent += batch
+                t0 = time.perf_counter()
+                response = client.post(f"{c.url}/v1/traces", content=bodies[i % BODY_POOL], headers=headers)
+                elapsed = time.perf_counter() - t0
+                i += CLIENT_THREADS
+                with lock:
+                    latencies.append(elapsed)
+                    if response.status_code == 200:
+                        ok += 1
+                        acked += batch
+                    else:
+                        failed += 1
+
+    started = time.monotonic()
+    deadline = started + seconds
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(CLIENT_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    load_s = time.monotonic() - started
+    cpu, client_cpu = c.cpu_seconds() - cpu_before, _own_cpu_seconds() - client_before
+    counter_after = c.metric("spans_stored_total")
+    stored_during = None
+    if counter_before is not None and counter_after is not None:
+        stored_during = counter_after - counter_before
+
+    drain_s = _wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
+    stored = c.stored_spans() - stored_before
+    return IngestResult(batch, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
+                        latencies, cpu, client_cpu)
+
+
+def _own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None:
+    """Seconds until ``condition()`` held (polled every 50 ms), or None after ``timeout_s``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            return None
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def run(quick: bool = False, batches: tuple[int, ...] = (100, 1000)) -> list[IngestResult]:
+    seconds, max_spans, drain_timeout_s = (4.0, 100_000, 30.0) if quick else (15.0, 600_000, 60.0)
+    data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
+    collector: Collector | None = None
+    try:
+        collector = Collector(data_dir)
+        return [load(collector, b, seconds, max_spans, drain_timeout_s) for b in batches]
+    finally:
+        if collector is not None:
+            collector.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+STAGES = ("decode + rows + JSON (request)", "spool append (request)", "chDB insert + MV (writer)")
+
+
+@dataclass
+class StageCost:
+    batch: int
+    repeat: int
+    us_per_span: dict[str, float]  # stage -> median µs per span
+
+
+def stage_costs(batches: tuple[int, ...] = (100, 1000, 5000), repeat: int = 10) -> list[StageCost]:
+    """The pipeline's steps timed one by one in this process, to show where a span's time goes.
+
+    Calls the collector's internal functions, so it breaks loudly when they change (run.py then
+    reports it and carries on). It opens an embedded store here, which chDB allows once per
+    process, so run it last. 5000 is the largest batch the spool writer merges requests into.
+    """
+    from infersight.collector import _otlp
+    from infersight.collector._spool import Spool
+    from infersight.collector._store import ChdbStore, encode_rows
+
+    data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-stages-"))
+    store = ChdbStore(data_dir / "store")
+    spool = Spool(data_dir / "spool.db", max_bytes=1 << 34)
+    out = []
+    try:
+        for batch in batches:
+            body = build_body(batch, seed=7)
+            samples: dict[str, list[float]] = {k: [] for k in STAGES}
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                rows = encode_rows(_otlp.to_rows(_otlp.parse_traces(body, _otlp.PROTOBUF), PROJECT))
+                t1 = time.perf_counter()
+                spool.append(PROJECT, rows, batch)
+                t2 = time.perf_counter()
+                store.insert("otel_traces", rows)
+                t3 = time.perf_counter()
+                for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2)):
+                    samples[key].append(dt)
+            # Median, not mean: one descheduling on this shared machine would dominate a mean.
+            out.append(StageCost(batch, repeat, {k: statistics.median(v) / batch * 1e6 for k, v in samples.items()}))
+    finally:
+        spool.close()
+        store.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return out
+
+
+def format_stages(costs: list[StageCost]) -> str:
+    lines = [
+        "| spans per request or insert | " + " | ".join(STAGES) + " |",
+        "|---:|" + "---:|" * len(STAGES),
+    ]
+    for c in costs:
+        lines.append(f"| {c.batch:,} | " + " | ".join(f"{c.us_per_span[k]:.1f}" for k in STAGES) + " |")
+    return "\n".join(lines)
+
+
+def format_table(results: list[IngestResult]) -> str:
+    lines = [
+        f"{CLIENT_THREADS} client threads, OTLP/HTTP protobuf, no gzip, with a project key; "
+        "collector on 127.0.0.1 with the embedded store.",
+        "",
+        "| spans/request | body KiB | requests | spans acked | acked spans/s | stored during load "
+        "| drain s | stored spans/s (end to end) | vs 20k/s | spans stored | p50 ms | p99 ms | collector CPU | client CPU | failed |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        e2e = r.stored_per_s
+        check = "" if r.spans_stored == r.spans_acked else " (MISMATCH)"
+        lines.append(
+            f"| {r.batch:,} | {r.body_bytes / 1024:.0f} | {r.requests_ok:,} | {r.spans_acked:,} | "
+            f"{r.acked_per_s:,.0f} | {'n/a' if r.stored_during_load is None else f'{r.stored_during_load:,}'} | "
+            f"{'timeout' if r.drain_s is None else f'{r.drain_s:.1f}'} | "
+            f"{'n/a' if e2e is None else f'{e2e:,.0f}'} | "
+            f"{(e2e or 0) / TARGET_SPANS_PER_S:.0%} | {r.spans_stored:,}{check} | "
+            f"{r.latency_ms(0.50):.0f} | {r.latency_ms(0.99):.0f} | {r.collector_cpu_s / r.load_s:.0%} | "
+            f"{r.client_cpu_s / r.load_s:.0%} | {r.requests_failed} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Collector OTLP ingest throughput.")
+    parser.add_argument("--quick", action="store_true", help="a few seconds per batch size")
+    args = parser.parse_args()
+    print(format_table(run(args.quick)))
+    print()
+    print(format_stages(stage_costs(repeat=3 if args.quick else 10)))
+
+
+if __name__ == "__main__":
+    main()
