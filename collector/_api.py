@@ -40,3 +40,35 @@ async def spans(
     """The newest GenAI spans (LLM, retrieval, rerank) with their typed columns, newest first."""
     rows = await run_in_threadpool(_queries.recent_spans, store, project, _since_ns(since), limit)
     return {"since": since, "spans": rows}
+
+
+@router.get("/detections")
+async def detections(
+    store: StoreDep,
+    project: ApiProjectDep,
+    since: str = "24h",
+    detector: str | None = None,
+    limit: int = Query(1000, ge=1, le=10_000),
+) -> dict[str, Any]:
+    """Soft failures found in LLM outputs (repetition, json, refusal, truncation), newest first."""
+    rows = await run_in_threadpool(_queries.detections, store, project, _since_ns(since), detector, limit)
+    return {"since": since, "detections": rows}
+
+
+@router.get("/alerts")
+async def alerts(store: StoreDep, project: ApiProjectDep, since: str = "7d") -> dict[str, Any]:
+    """Alerts firing now and every firing/repeat/resolved event since ``since``, newest first."""
+    from datetime import datetime, timezone
+
+    from .alerts import history
+
+    start = datetime.fromtimestamp(_since_ns(since) / 1e9, tz=timezone.utc)
+    result = await run_in_threadpool(history, store, project, start)
+    return {"since": since, **result}
+
+
+@router.get("/queues")
+async def queues(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+    """The queues the SDK's ``watch_queue`` reports: latest depth and oldest-item age."""
+    rows = await run_in_threadpool(_queries.queues, store, project, _since_ns(since))
+    return {"since": since, "queues": rows}

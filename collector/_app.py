@@ -54,6 +54,11 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)
             app.state.writer.start()
             stack.callback(app.state.writer.stop)
+            if settings.alerts:
+                from .alerts._setup import start_evaluator
+
+                evaluator = start_evaluator(settings, app.state.store, app.state.spool)
+                stack.callback(evaluator.stop)
             yield
 
     # FastAPI traces itself once a global OTel provider exists. In a process that also runs the

@@ -10,6 +10,7 @@ import click
 
 from ._errors import InfersightError
 from ._settings import Settings
+from .alerts._cli import alerts_cli, channel_options
 
 
 @click.group()
@@ -32,14 +33,25 @@ _DATA_DIR = click.option(
               help="Spool size (compressed) at which /v1/traces answers 503 until the store catches up.")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
-def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool) -> None:
+@click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
+@click.option("--evaluation-interval", default=60.0, show_default=True, type=float,
+              help="Seconds between alert evaluations.")
+@click.option("--slo", default=0.995, show_default=True, type=float,
+              help="Share of GenAI calls that must succeed; the error-spike alert burns against the rest.")
+@channel_options
+def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool,
+              no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
+              slack_webhook_url: str | None, public_url: str | None) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
     from ._server import serve
 
     try:
         settings = Settings(
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
-            auth=not no_auth, spool_max_bytes=spool_max_mib << 20,
+            auth=not no_auth, spool_max_bytes=spool_max_mib << 20, alerts=not no_alerts, slo=slo,
+            evaluation_interval_s=evaluation_interval,
+            alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
+            slack_webhook_url=slack_webhook_url, public_url=public_url,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
@@ -49,6 +61,9 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
         serve(settings)
     except InfersightError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+main.add_command(alerts_cli)
 
 
 @main.group()

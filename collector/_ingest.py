@@ -11,11 +11,12 @@ from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from . import _otlp
-from ._deps import AuthenticatorDep, CountersDep, SettingsDep, SpoolDep, WriterDep
-from ._errors import BadRequest, SpoolError
+from . import _otlp, _otlp_metrics
+from ._deps import AuthenticatorDep, CountersDep, SettingsDep, SpoolDep, StoreDep, WriterDep
+from ._errors import BadRequest, SpoolError, StoreError
 from ._store import encode_rows
 
 router = APIRouter()
@@ -66,6 +67,32 @@ async def receive_traces(
         counters.add("spans_received", spans)
         writer.wake()
     return _encode(ExportTraceServiceResponse(), media, 200)
+
+
+@router.post("/v1/metrics")
+async def receive_metrics(
+    request: Request, settings: SettingsDep, auth: AuthenticatorDep, store: StoreDep, counters: CountersDep,
+) -> Response:
+    """OTLP metrics: the SDK's queue gauges are stored in ``queue_depth``; others are accepted."""
+    try:
+        media = _otlp.media_type(request.headers.get("content-type"))
+    except BadRequest as exc:
+        return _error(exc, _otlp.JSON)
+    try:
+        project = settings.project if auth is None else auth.project_for_authorization(
+            request.headers.get("authorization")
+        )
+        body = _otlp.decompress(await request.body(), request.headers.get("content-encoding"), settings.max_body_bytes)
+        rows = _otlp_metrics.queue_rows(_otlp_metrics.parse_metrics(body, media), project)
+    except BadRequest as exc:
+        counters.add(f"rejected:{exc.status_code}")
+        return _error(exc, media)
+    if rows:
+        try:
+            await run_in_threadpool(store.insert, "queue_depth", encode_rows(rows))
+        except StoreError as exc:  # gauges are resent every interval; no spool needed
+            return _unavailable(f"store unavailable: {exc}", media)
+    return _encode(ExportMetricsServiceResponse(), media, 200)
 
 
 def _decode(

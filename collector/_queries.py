@@ -65,3 +65,28 @@ def recent_spans(store: Store, project: str, since_ns: int, limit: int) -> list[
         " ORDER BY ts DESC LIMIT {limit:UInt32}",
         {"project": project, "since_ns": since_ns, "limit": limit},
     )
+
+
+def detections(
+    store: Store, project: str, since_ns: int, detector: str | None, limit: int
+) -> list[dict[str, Any]]:
+    """Detections since ``since_ns``, newest first, optionally of one detector."""
+    return store.query(
+        "SELECT toString(ts) AS at, trace_id, span_id, service, tenant, route, model, detector, version,"
+        " label, score, evidence FROM detections"
+        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
+        " AND ({detector:String} = '' OR detector = {detector:String})"
+        " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
+        {"project": project, "since_ns": since_ns, "detector": detector or "", "limit": limit},
+    )
+
+
+def queues(store: Store, project: str, since_ns: int) -> list[dict[str, Any]]:
+    """Each reported queue's latest depth and oldest-item age, with its sample count since ``since_ns``."""
+    return store.query(
+        "SELECT service, queue, argMax(depth, ts) AS depth, argMax(oldest_age_s, ts) AS oldest_age_s,"
+        " toString(max(ts)) AS last_seen, count() AS samples FROM queue_depth"
+        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
+        " GROUP BY service, queue ORDER BY service, queue",
+        {"project": project, "since_ns": since_ns},
+    )

@@ -19,6 +19,13 @@ class Settings:
         project: the project of every request when ``auth`` is off. With ``auth`` on, the
             project comes from each request's key.
         spool_max_bytes: spool size (compressed) at which ``/v1/traces`` answers 503.
+        alerts: run the alert evaluator (every ``evaluation_interval_s``) in this process. A
+            deployment runs exactly one evaluator.
+        slo: share of GenAI calls that must succeed; its complement is the error budget that
+            the error-spike alert measures burn against.
+        alertmanager_url, alert_webhook_url, slack_webhook_url: where pages go (any of them).
+        public_url: the dashboards' address as on-call opens it, for links in alerts; defaults
+            to ``http://host:port``.
     """
 
     data_dir: Path = Path(".infersight")
@@ -28,6 +35,13 @@ class Settings:
     auth: bool = True
     project: str = "default"
     spool_max_bytes: int = 1024 * 1024 * 1024
+    alerts: bool = True
+    evaluation_interval_s: float = 60.0
+    slo: float = 0.995
+    alertmanager_url: str | None = None
+    alert_webhook_url: str | None = None
+    slack_webhook_url: str | None = None
+    public_url: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -36,7 +50,17 @@ class Settings:
             raise ValueError(
                 f"The 'max_body_bytes' setting must be positive; got {self.max_body_bytes}."
             )
+        if not 0.0 < self.slo < 1.0:
+            raise ValueError(f"The 'slo' setting must be between 0 and 1 (e.g. 0.995); got {self.slo}.")
+        if self.evaluation_interval_s <= 0:
+            raise ValueError(
+                f"The 'evaluation_interval_s' setting must be positive; got {self.evaluation_interval_s}."
+            )
         if self.spool_max_bytes <= 0:
             raise ValueError(
                 f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."
             )
+
+    @property
+    def external_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")

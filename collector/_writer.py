@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 
+from ._detect import detections_for
 from ._errors import SpoolError, StoreError
 from ._metrics import Counters
 from ._spool import Spool
@@ -24,7 +25,8 @@ class SpoolWriter:
             insert, so a trickle of requests still makes a few inserts a second at most.
         retry_s: (first, longest) wait after a failed insert; the wait doubles up to the longest.
             The failed batch stays in the spool and is retried as it was, same token.
-        counters: where ``spans_stored`` and ``store_errors`` are counted.
+        counters: where ``spans_stored``, ``detections`` and ``store_errors`` are counted.
+        detect: run the inline detectors on each batch's LLM outputs into ``detections``.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -40,7 +42,9 @@ class SpoolWriter:
         max_bytes: int = 16 << 20,
         min_interval_s: float = 0.2,
         retry_s: tuple[float, float] = (0.1, 5.0),
+        detect: bool = True,
     ) -> None:
+        self.detect = detect
         self.spool = spool
         self.store = store
         self.counters = counters
@@ -88,6 +92,12 @@ class SpoolWriter:
                 continue
             try:
                 self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
+                if self.detect:
+                    found, count = detections_for(batch.rows)
+                    if count:
+                        # Same batch, own token (still hex): a replay drops both repeats.
+                        self.store.insert("detections", found, dedup_token=batch.dedup_token + "de")
+                        self.counters.add("detections", count)
             except StoreError as exc:
                 self.counters.add("store_errors")
                 if failing_since is None:

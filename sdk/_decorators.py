@@ -28,7 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Arguments the result hooks read, also when they are passed positionally.
 _READ_ARGS = ("model", "messages", "input", "prompt", "system", "queued_at", "temperature",
-              "max_tokens", "top_p", "top_k", "k", "documents", "candidates", "docs")
+              "max_tokens", "top_p", "top_k", "k", "documents", "candidates", "docs", "response_format")
 
 
 def _positional_picks(func: Callable[..., Any]) -> tuple[tuple[int, str], ...]:
@@ -189,6 +189,7 @@ def traced_llm(
     model: str | None = ...,
     operation: str = ...,
     queue_wait_from: Callable[[Any], float | None] | None = ...,
+    expect_json: bool = ...,
 ) -> Callable[[F], F]: ...
 def traced_llm(
     func: Callable[..., Any] | None = None,
@@ -198,6 +199,7 @@ def traced_llm(
     model: str | None = None,
     operation: str = "chat",
     queue_wait_from: Callable[[Any], float | None] | None = None,
+    expect_json: bool = False,
 ) -> Any:
     """Trace an LLM call: one CLIENT span with GenAI attributes, usage, cost and latency anatomy.
 
@@ -207,10 +209,12 @@ def traced_llm(
     ``queued_at`` (a ``time.time()`` from when the request was queued) and the like are read,
     never removed. ``queue_wait_from(result)`` may return a provider-reported queue time in
     seconds (e.g. from an ``x-queue-time`` header); it is then split out of TTFT.
+    ``expect_json=True`` (or a JSON ``response_format=`` argument) marks the answer as JSON
+    (``gen_ai.output.type``), so the collector checks it for broken JSON.
     Exceptions are recorded, classified (transient/logic) and re-raised unchanged.
     """
     spec = Spec(operation or "chat", SpanKind.CLIENT, llm_result, llm_stream, provider, model,
-                queue_wait_from=queue_wait_from)
+                queue_wait_from=queue_wait_from, expect_json=expect_json)
     return _decorator(spec, func)
 
 

@@ -44,6 +44,7 @@ class Spec:
     model: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     queue_wait_from: Callable[[Any], float | None] | None = None
+    expect_json: bool = False
 
     def span_name(self, model: str | None) -> str:
         return f"{self.operation} {model}" if model else self.operation

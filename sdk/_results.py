@@ -3,10 +3,13 @@ retrieval hits and score stats; rerank candidate counts and time per candidate."
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from . import _attrs, _setup
+
+_MAX_SCHEMA_CHARS = 16_384
 from ._content import input_messages, messages_json, output_text
 from ._estimate import estimate_tokens
 from ._lifecycle import Call
@@ -62,6 +65,24 @@ def _record_llm(
     _set_queue_and_prefill(call, out, stats, usage)
     if opts.capture_content:
         _set_content(call, out, text, usage)
+    _set_output_type(call, out)
+
+
+def _set_output_type(call: Call, out: dict[str, Any]) -> None:
+    """Mark JSON answers (``expect_json=True`` or a JSON ``response_format``) for the JSON detector."""
+    fmt = call.kwargs.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if call.spec.expect_json or kind in ("json_object", "json_schema"):
+        out[_attrs.OUTPUT_TYPE] = "json"
+    if kind == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        if isinstance(schema, dict):
+            try:
+                text = json.dumps(schema, separators=(",", ":"))
+            except (TypeError, ValueError):
+                return
+            if len(text) <= _MAX_SCHEMA_CHARS:
+                out[_attrs.JSON_SCHEMA] = text
 
 
 def _estimate(call: Call, out: dict[str, Any], usage: Usage, text: str | None) -> None:

@@ -62,7 +62,11 @@ class Evaluator:
         config: EvaluatorConfig | None = None,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        own_queue: tuple[str, Callable[[], tuple[float, float]]] | None = None,
     ) -> None:
+        """``own_queue`` is (project, fn returning (depth, oldest age s)): a queue of this process,
+        sampled into ``queue_depth`` at every evaluation (the collector's spool)."""
+        self.own_queue = own_queue
         self.store = store
         self.notifiers = list(notifiers)
         self.config = config or EvaluatorConfig()
@@ -202,6 +206,7 @@ class Evaluator:
     def run_once(self, now: datetime | None = None) -> Evaluation:
         """Evaluate every rule at ``now`` (default: the clock), notify, and store the new state."""
         now = now or self.clock()
+        self._sample_own_queue(now)
         active = self.error_alerts(now) + self.queue_alerts(now) + self.cost_alerts(now)
         updates, events = transition(active, self._stored(), now, self.config.repeat_interval)
         delivered, errors = self._deliver(events)
@@ -211,6 +216,15 @@ class Evaluator:
         states = [replace(s, last_notified_at=now) if s.fingerprint in notified else s for s in updates]
         self._write(states, events, now, delivered)
         return Evaluation(now, active, events, errors)
+
+    def _sample_own_queue(self, now: datetime) -> None:
+        if self.own_queue is None:
+            return
+        project, depth_fn = self.own_queue
+        depth, oldest_age_s = depth_fn()
+        row = {"project": project, "service": "infersight-collector", "queue": "spool", "ts": _ts(now),
+               "depth": depth, "oldest_age_s": oldest_age_s}
+        self.store.insert("queue_depth", encode_rows([row]))
 
     def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
         delivered, errors = [], []

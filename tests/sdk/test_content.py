@@ -91,3 +91,22 @@ def test_cjk_aware_estimate_when_provider_reports_no_usage(spans):
     assert a["infersight.usage.estimated"] is True
     assert a["gen_ai.usage.output_tokens"] >= 10  # one per CJK character, not one per four
     assert 8 <= a["gen_ai.usage.input_tokens"] <= 12
+
+
+def test_expect_json_and_response_format_mark_json_answers(spans):
+    @sdk.traced_llm(model="gpt-4o-mini", expect_json=True)
+    def plain():
+        return '{"a": 1}'
+
+    schema = {"type": "object", "required": ["answer"]}
+
+    @sdk.traced_llm(model="gpt-4o-mini")
+    def structured(response_format):
+        return '{"answer": 42}'
+
+    plain()
+    structured(response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
+    first, second = spans.get_finished_spans()
+    assert first.attributes["gen_ai.output.type"] == "json"
+    assert second.attributes["gen_ai.output.type"] == "json"
+    assert json.loads(second.attributes["infersight.json_schema"]) == schema

@@ -1,0 +1,92 @@
+"""Inline detectors in the ingest pipeline: LLM outputs in a batch of ``otel_traces`` rows in,
+``detections`` rows out.
+
+Runs in the spool writer, after the batch is stored and before it leaves the spool, so a
+crash replays both inserts and their deduplication tokens keep each exactly once. Only rows
+that carry an output (``gen_ai.output.messages``) are parsed at all.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infersight.detectors import SpanText, run_inline
+
+from ._store import encode_rows
+
+_OUTPUT = "gen_ai.output.messages"
+_MARKER = _OUTPUT.encode()
+
+
+def _output_text(messages_json: str) -> str:
+    try:
+        messages = json.loads(messages_json)
+    except (ValueError, RecursionError):
+        return ""
+    parts = []
+    for message in messages if isinstance(messages, list) else []:
+        for part in message.get("parts", []) if isinstance(message, dict) else []:
+            if isinstance(part, dict) and isinstance(part.get("content"), str):
+                parts.append(part["content"])
+    return "".join(parts)
+
+
+def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
+    raw = attrs.get("infersight.json_schema")
+    if not raw:
+        return None
+    try:
+        schema = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def span_text(attrs: dict[str, str]) -> SpanText:
+    """What the detectors see of a span, from its attributes (GenAI conventions plus ours)."""
+    finish = attrs.get("gen_ai.response.finish_reasons", "")
+    try:
+        reasons = json.loads(finish) if finish.startswith("[") else [finish]
+    except ValueError:
+        reasons = []
+    schema = _schema(attrs)
+    return SpanText(
+        output_text=_output_text(attrs.get(_OUTPUT, "")),
+        finish_reason=str(reasons[0]) if reasons else "",
+        expect_json=attrs.get("gen_ai.output.type") == "json" or schema is not None,
+        json_schema=schema,
+        refusal_field=attrs.get("gen_ai.response.refusal") or None,
+    )
+
+
+def detections_for(rows: bytes) -> tuple[bytes, int]:
+    """JSONEachRow ``detections`` for the LLM spans in JSONEachRow ``otel_traces`` ``rows``."""
+    out = []
+    for line in rows.splitlines():
+        if _MARKER not in line:
+            continue
+        row = json.loads(line)
+        attrs = row.get("SpanAttributes") or {}
+        if _OUTPUT not in attrs:
+            continue
+        found = run_inline(span_text(attrs))
+        if not found:
+            continue
+        resource = row.get("ResourceAttributes") or {}
+        common = {
+            "project": resource.get("infersight.project", ""),
+            "ts": row["Timestamp"],
+            "trace_id": row["TraceId"],
+            "span_id": row["SpanId"],
+            "service": row.get("ServiceName", ""),
+            "tenant": attrs.get("infersight.tenant.id", ""),
+            "route": attrs.get("infersight.route", ""),
+            "model": attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", ""),
+        }
+        out.extend(
+            {**common, "detector": d.detector, "version": d.version, "label": d.label, "score": d.score,
+             "evidence": d.evidence}
+            for d in found
+        )
+    return encode_rows(out), len(out)

@@ -1,0 +1,62 @@
+"""OTLP/HTTP metric requests: the queue gauges of the SDK's ``watch_queue`` into ``queue_depth`` rows.
+
+Other metrics (the GenAI histograms) are accepted and not stored: spans carry the same numbers
+with their tenant and route. Decoding shares the trace receiver's size limit and gzip handling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+from ._errors import BadRequest
+from ._otlp import PROTOBUF
+
+QUEUE_DEPTH = "infersight.queue.depth"
+QUEUE_OLDEST_AGE = "infersight.queue.oldest_age"
+QUEUE_NAME = "infersight.queue.name"
+
+
+def parse_metrics(body: bytes, media: str) -> ExportMetricsServiceRequest:
+    request = ExportMetricsServiceRequest()
+    if not body.strip():
+        return request
+    try:
+        if media == PROTOBUF:
+            request.ParseFromString(body)
+        else:
+            json_format.Parse(body, request, ignore_unknown_fields=True)
+    except (DecodeError, json_format.ParseError, ValueError, RecursionError) as exc:
+        kind = "protobuf" if media == PROTOBUF else "OTLP/JSON"
+        raise BadRequest(f"body is not a valid {kind} ExportMetricsServiceRequest: {exc}") from exc
+    return request
+
+
+def queue_rows(request: ExportMetricsServiceRequest, project: str) -> list[dict[str, Any]]:
+    """One ``queue_depth`` row per (service, queue, timestamp), depth and oldest age merged."""
+    merged: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for resource_metrics in request.resource_metrics:
+        service = next(
+            (kv.value.string_value for kv in resource_metrics.resource.attributes if kv.key == "service.name"), ""
+        )
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                if metric.name not in (QUEUE_DEPTH, QUEUE_OLDEST_AGE) or metric.WhichOneof("data") != "gauge":
+                    continue
+                for point in metric.gauge.data_points:
+                    queue = next((kv.value.string_value for kv in point.attributes if kv.key == QUEUE_NAME), "")
+                    value = point.as_double if point.WhichOneof("value") == "as_double" else float(point.as_int)
+                    key = (service, queue, point.time_unix_nano)
+                    row = merged.setdefault(key, {
+                        "project": project, "service": service, "queue": queue,
+                        "ts": f"{point.time_unix_nano // 10**9}.{point.time_unix_nano % 10**9 // 10**6:03d}",
+                        "depth": 0.0, "oldest_age_s": None,
+                    })
+                    row["depth" if metric.name == QUEUE_DEPTH else "oldest_age_s"] = value
+    return list(merged.values())
+
+
+

@@ -1,0 +1,48 @@
+"""Build the evaluator and its channels from the collector's settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from .._settings import Settings
+from .._spool import Spool
+from .._store import Store
+from ._channels import AlertmanagerNotifier, Notifier, SlackNotifier, WebhookNotifier
+from ._error_rate import ErrorRateRule
+from ._evaluator import Evaluator, EvaluatorConfig
+
+COLLECTOR_PROJECT = "_collector"
+
+
+def notifiers_from(settings: Settings) -> list[Notifier]:
+    """One notifier per configured channel, linking to ``settings.external_url``."""
+    out: list[Notifier] = []
+    url = settings.external_url
+    if settings.alertmanager_url:
+        out.append(AlertmanagerNotifier(settings.alertmanager_url, external_url=url))
+    if settings.alert_webhook_url:
+        out.append(WebhookNotifier(settings.alert_webhook_url, external_url=url))
+    if settings.slack_webhook_url:
+        out.append(SlackNotifier(settings.slack_webhook_url, external_url=url))
+    return out
+
+
+def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator:
+    """The evaluator, running every ``settings.evaluation_interval_s`` on a daemon thread.
+
+    The collector's own spool is watched like any application queue, under the project
+    ``_collector``: a spool that stops draining means the store is down.
+    """
+
+    def spool_depth() -> tuple[float, float]:
+        depth = spool.depth()
+        return float(depth.rows), depth.oldest_age_s
+
+    evaluator = Evaluator(
+        store,
+        notifiers_from(settings),
+        EvaluatorConfig(error_rule=ErrorRateRule(slo=settings.slo)),
+        own_queue=(COLLECTOR_PROJECT, spool_depth),
+    )
+    evaluator.start(timedelta(seconds=settings.evaluation_interval_s))
+    return evaluator
