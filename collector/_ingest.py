@@ -52,7 +52,7 @@ async def receive_traces(
         if bad_media is not None:
             raise bad_media
         body = await request.body()
-        rows, spans = await run_in_threadpool(
+        rows, spans, rejected = await run_in_threadpool(
             _decode, project, body, request.headers.get("content-encoding"), media, settings.max_body_bytes
         )
         if spans:
@@ -66,7 +66,13 @@ async def receive_traces(
     if spans:
         counters.add("spans_received", spans)
         writer.wake()
-    return _encode(ExportTraceServiceResponse(), media, 200)
+    response = ExportTraceServiceResponse()
+    if rejected:
+        counters.add("spans_rejected", len(rejected))
+        response.partial_success.rejected_spans = len(rejected)
+        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+        response.partial_success.error_message = "; ".join(rejected[:3]) + more
+    return _encode(response, media, 200)
 
 
 @router.post("/v1/metrics")
@@ -97,11 +103,13 @@ async def receive_metrics(
 
 def _decode(
     project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int
-) -> tuple[bytes, int]:
-    """One request as JSONEachRow ``otel_traces`` rows for ``project``, and how many. CPU-bound."""
+) -> tuple[bytes, int, list[str]]:
+    """One request as JSONEachRow ``otel_traces`` rows for ``project``, how many, and why any
+    spans were rejected. CPU-bound."""
     traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
-    rows = _otlp.to_rows(traces, project)
-    return encode_rows(rows), len(rows)
+    rejected: list[str] = []
+    rows = _otlp.to_rows(traces, project, rejected)
+    return encode_rows(rows), len(rows), rejected
 
 
 def _error(exc: BadRequest, media: str) -> Response:

@@ -20,6 +20,7 @@ _COUNTERS = {
     "spans_stored": "Spans written from the spool to the store.",
     "spans_refused": "Spans answered 503 because the spool was full; exporters retry them.",
     "store_errors": "Failed store inserts; the batch stayed in the spool and was retried.",
+    "spans_rejected": "Spans left out of accepted requests (bad ids or times), reported as OTLP partial_success.",
     "detections": "Soft failures the inline detectors found in stored LLM outputs.",
 }
 _REJECTED = (

@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from ._enrich import add_cost
 from ._errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 PROTOBUF = "application/x-protobuf"
@@ -162,11 +163,36 @@ def _ts(unix_nano: int) -> str:
     return f"{unix_nano // 1_000_000_000:010d}.{unix_nano % 1_000_000_000:09d}"
 
 
-def to_rows(request: ExportTraceServiceRequest, project: str) -> list[dict[str, Any]]:
+# Spans that cannot be stored faithfully are rejected one by one (OTLP partial_success), never
+# the whole request: ids of the wrong size, no start time, ends before it starts, or times
+# outside what DateTime64(9) holds.
+_MAX_UNIX_NANO = 9_223_372_036 * 10**9  # 2262-04-11, DateTime64(9)'s last second
+
+
+def _invalid(span: Any) -> str | None:
+    if len(span.trace_id) != 16 or not any(span.trace_id):
+        return "trace_id must be 16 non-zero bytes"
+    if len(span.span_id) != 8 or not any(span.span_id):
+        return "span_id must be 8 non-zero bytes"
+    if span.parent_span_id and len(span.parent_span_id) != 8:
+        return "parent_span_id must be empty or 8 bytes"
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if start == 0 or start >= _MAX_UNIX_NANO or end >= _MAX_UNIX_NANO:
+        return "start/end time must be set and before 2262"
+    if end < start:
+        return "end time is before start time"
+    return None
+
+
+def to_rows(
+    request: ExportTraceServiceRequest, project: str, rejected: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Flatten a request into ``otel_traces`` rows, stamping every resource with ``project``.
 
     The project always comes from the caller (the API key), never from the span: a resource
-    attribute claiming another project is overwritten.
+    attribute claiming another project is overwritten. Spans with tokens and a known model but
+    no cost (other instrumentations) get one (:func:`~._enrich.add_cost`). Spans that cannot be
+    stored are left out, and why is appended to ``rejected`` when given.
     """
     rows: list[dict[str, Any]] = []
     for resource_spans in request.resource_spans:
@@ -176,7 +202,14 @@ def to_rows(request: ExportTraceServiceRequest, project: str) -> list[dict[str, 
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
             for span in scope_spans.spans:
+                problem = _invalid(span)
+                if problem is not None:
+                    if rejected is not None:
+                        rejected.append(f"span {span.span_id.hex() or '(empty)'} ({span.name!r}): {problem}")
+                    continue
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
+                attributes = _attributes(span.attributes)
+                add_cost(attributes)
                 rows.append(
                     {
                         "Timestamp": _ts(start),
@@ -190,7 +223,7 @@ def to_rows(request: ExportTraceServiceRequest, project: str) -> list[dict[str, 
                         "ResourceAttributes": resource,
                         "ScopeName": scope.name,
                         "ScopeVersion": scope.version,
-                        "SpanAttributes": _attributes(span.attributes),
+                        "SpanAttributes": attributes,
                         "Duration": max(end - start, 0),
                         "StatusCode": _STATUS.get(span.status.code, "Unset"),
                         "StatusMessage": span.status.message,

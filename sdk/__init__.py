@@ -23,10 +23,12 @@ from ._errors import classify as classify_error
 from ._guard import failure_count
 from ._markers import mark_cache_hit, mark_fallback, mark_retry
 from ._metrics import watch_queue
+from ._pricing import cost_usd
 from ._setup import force_flush, init, shutdown
 
 __all__ = [
     "classify_error",
+    "cost_usd",
     "failure_count",
     "force_flush",
     "init",

@@ -52,12 +52,18 @@ def _arguments(picks: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs
     return view
 
 
-def _observe(call: Call | None, result: Any) -> Any:
-    """End the call now, or hand back the result wrapped when it is a stream to observe."""
+def _observe(call: Call | None, result: Any, *, awaited: bool = False) -> Any:
+    """End the call now, or hand back the result wrapped when it is a stream to observe.
+
+    What a coroutine returned is checked for an async stream first: proxies (wrapt, used by
+    other instrumentations) expose both ``__next__`` and ``__anext__`` whatever they wrap.
+    """
     if call is None:
         return result
     call.read_queue_wait(result)
     if call.spec.on_stream is not None:
+        if awaited and is_async_stream(result):
+            return _wrap_stream(call, result, TracedAsyncStream)
         if is_sync_stream(result):
             return _wrap_stream(call, result, TracedStream)
         if is_async_stream(result):
@@ -156,7 +162,7 @@ def _wrap(spec: Spec, func: F) -> F:
                 if call is not None:
                     call.end_error(exc)
                 raise
-            return _observe(call, result)
+            return _observe(call, result, awaited=True)
 
         return async_wrapper  # type: ignore[return-value]
 

@@ -108,3 +108,25 @@ def lookup_rates(provider: str | None, model: str) -> ModelRates | None:
         cache_write=_rate(known["cache_write_mtok"]),
         source=f"genai-prices:{calc.provider.id}/{calc.model.id}",
     )
+
+
+def cost_usd(
+    model: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_creation_tokens: int = 0,
+    provider: str | None = None,
+) -> tuple[float, str] | None:
+    """The USD cost of one call and where the price came from, or ``None`` for an unknown model.
+
+    ``input_tokens`` includes cached input, as the GenAI conventions count it. Overrides given
+    to ``init(prices=...)`` win over genai-prices. Cheap after the first call per model.
+    """
+    from ._setup import price_override
+
+    rates = price_override(model) or lookup_rates(provider, model)
+    if rates is None:
+        return None
+    return rates.cost_usd(input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens), rates.source

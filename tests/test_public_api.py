@@ -9,7 +9,7 @@ from infersight.collector import alerts
 
 EXPECTED = {
     sdk: [
-        "classify_error", "failure_count", "force_flush", "init", "mark_cache_hit",
+        "classify_error", "cost_usd", "failure_count", "force_flush", "init", "mark_cache_hit",
         "mark_fallback", "mark_retry", "mark_started", "redact_builtin", "shutdown", "span",
         "tenant", "traced_llm", "traced_rerank", "traced_retrieval", "watch_queue",
     ],

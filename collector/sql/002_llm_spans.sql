@@ -39,7 +39,13 @@ ORDER BY (project, ts)
 -- doubles llm_spans while otel_traces stays right.
 SETTINGS non_replicated_deduplication_window = 1000;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv TO llm_spans AS
+-- Attribute names differ between instrumentations; each column takes the first one present:
+-- the GenAI conventions, then their deprecated names, then OpenInference (llm.*,
+-- openinference.span.kind), then older OpenLLMetry (llm.usage.*, llm.request.type).
+-- v2 replaces v1, which read only the current GenAI names (a view's query cannot be replaced in place).
+DROP VIEW IF EXISTS llm_spans_mv;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v2 TO llm_spans AS
 SELECT
     ResourceAttributes['infersight.project'] AS project,
     Timestamp AS ts,
@@ -48,18 +54,41 @@ SELECT
     ParentSpanId AS parent_span_id,
     ServiceName AS service,
     ResourceAttributes['service.version'] AS service_version,
-    SpanAttributes['gen_ai.operation.name'] AS operation,
+    coalesce(
+        nullIf(SpanAttributes['gen_ai.operation.name'], ''),
+        multiIf(
+            SpanAttributes['openinference.span.kind'] = 'LLM', 'chat',
+            SpanAttributes['openinference.span.kind'] = 'RETRIEVER', 'retrieval',
+            SpanAttributes['openinference.span.kind'] = 'RERANKER', 'rerank',
+            SpanAttributes['openinference.span.kind'] = 'EMBEDDING', 'embeddings',
+            NULL),
+        nullIf(SpanAttributes['llm.request.type'], ''),
+        '') AS operation,
     SpanAttributes['infersight.tenant.id'] AS tenant,
     SpanAttributes['infersight.user.id'] AS user_id,
     SpanAttributes['infersight.route'] AS route,
-    if(SpanAttributes['gen_ai.provider.name'] != '', SpanAttributes['gen_ai.provider.name'], SpanAttributes['gen_ai.system']) AS provider,
-    SpanAttributes['gen_ai.request.model'] AS request_model,
-    if(SpanAttributes['gen_ai.response.model'] != '', SpanAttributes['gen_ai.response.model'], SpanAttributes['gen_ai.request.model']) AS model,
-    toUInt64OrZero(SpanAttributes['gen_ai.usage.input_tokens']) AS input_tokens,
-    toUInt64OrZero(SpanAttributes['gen_ai.usage.output_tokens']) AS output_tokens,
-    toUInt64OrZero(SpanAttributes['gen_ai.usage.cache_read.input_tokens']) AS cache_read_tokens,
-    toUInt64OrZero(SpanAttributes['gen_ai.usage.cache_creation.input_tokens']) AS cache_creation_tokens,
-    toUInt64OrZero(SpanAttributes['gen_ai.usage.reasoning.output_tokens']) AS reasoning_tokens,
+    coalesce(
+        nullIf(SpanAttributes['gen_ai.provider.name'], ''), nullIf(SpanAttributes['gen_ai.system'], ''),
+        nullIf(SpanAttributes['llm.provider'], ''), SpanAttributes['llm.system']) AS provider,
+    coalesce(nullIf(SpanAttributes['gen_ai.request.model'], ''), SpanAttributes['llm.model_name']) AS request_model,
+    coalesce(
+        nullIf(SpanAttributes['gen_ai.response.model'], ''), nullIf(SpanAttributes['gen_ai.request.model'], ''),
+        SpanAttributes['llm.model_name']) AS model,
+    toUInt64OrZero(coalesce(
+        nullIf(SpanAttributes['gen_ai.usage.input_tokens'], ''), nullIf(SpanAttributes['gen_ai.usage.prompt_tokens'], ''),
+        nullIf(SpanAttributes['llm.token_count.prompt'], ''), SpanAttributes['llm.usage.prompt_tokens'])) AS input_tokens,
+    toUInt64OrZero(coalesce(
+        nullIf(SpanAttributes['gen_ai.usage.output_tokens'], ''), nullIf(SpanAttributes['gen_ai.usage.completion_tokens'], ''),
+        nullIf(SpanAttributes['llm.token_count.completion'], ''), SpanAttributes['llm.usage.completion_tokens'])) AS output_tokens,
+    toUInt64OrZero(coalesce(
+        nullIf(SpanAttributes['gen_ai.usage.cache_read.input_tokens'], ''),
+        SpanAttributes['llm.token_count.prompt_details.cache_read'])) AS cache_read_tokens,
+    toUInt64OrZero(coalesce(
+        nullIf(SpanAttributes['gen_ai.usage.cache_creation.input_tokens'], ''),
+        SpanAttributes['llm.token_count.prompt_details.cache_write'])) AS cache_creation_tokens,
+    toUInt64OrZero(coalesce(
+        nullIf(SpanAttributes['gen_ai.usage.reasoning.output_tokens'], ''),
+        SpanAttributes['llm.token_count.completion_details.reasoning'])) AS reasoning_tokens,
     toFloat64OrNull(SpanAttributes['infersight.cost.usd']) AS cost_usd,
     Duration / 1e9 AS duration_s,
     toFloat64OrNull(SpanAttributes['gen_ai.response.time_to_first_chunk']) AS ttft_s,
@@ -71,6 +100,8 @@ SELECT
     if(StatusCode = 'Error', 'error', 'ok') AS status,
     SpanAttributes['error.type'] AS error_type,
     SpanAttributes['infersight.error.class'] AS error_class,
-    JSONExtractString(SpanAttributes['gen_ai.response.finish_reasons'], 1) AS finish_reason
+    coalesce(
+        nullIf(JSONExtractString(SpanAttributes['gen_ai.response.finish_reasons'], 1), ''),
+        SpanAttributes['llm.finish_reason']) AS finish_reason
 FROM otel_traces
-WHERE SpanAttributes['gen_ai.operation.name'] != '';
+WHERE operation != '';

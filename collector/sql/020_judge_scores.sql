@@ -1,4 +1,5 @@
--- LLM-judge scores of sampled spans and panel items (infersight.judges). Scores are only
+-- The judges' tables (infersight.judges): scores, the spend ledger, frozen panels.
+-- judge_scores: LLM-judge scores of sampled spans and panel items. Scores are only
 -- comparable within one judge_model and one (rubric_id, rubric_version): queries group by them.
 -- ts is when the judged span happened (trends follow the app, not the judge); judged_at is when
 -- it was judged. sample_rate is the span's inclusion probability in the stratified sample (1 for
@@ -47,3 +48,17 @@ CREATE TABLE IF NOT EXISTS judge_calls (
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(ts)
 ORDER BY (project, ts);
+
+-- Frozen evaluation panels (infersight.judges): a fixed set of inputs of one route, so app
+-- versions can be compared on the same inputs. items is a JSON array of
+-- {"input_key", "messages": [{"role", "content"}], "context": [...], "source": {...}}.
+-- A panel is written once and never changed.
+CREATE TABLE IF NOT EXISTS judge_panels (
+    project LowCardinality(String),
+    panel_id String,
+    route LowCardinality(String),
+    created DateTime64(3),
+    size UInt32,
+    items String CODEC(ZSTD(3))
+) ENGINE = MergeTree()
+ORDER BY (project, panel_id);

@@ -191,3 +191,18 @@ def test_bad_since_is_a_400(collector):
     response = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "yesterday-ish"})
     assert response.status_code == 400
     assert "look-back like 15m" in response.text
+
+
+def test_unstorable_spans_are_rejected_one_by_one_with_partial_success(collector):
+    body = otlp_json()
+    good = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    bad_id = dict(good, spanId="00000000000000000000", traceId="5b8efff798038103d269b633813fc60c")
+    backwards = dict(good, spanId="1111111111111111", endTimeUnixNano="1")
+    body["resourceSpans"][0]["scopeSpans"][0]["spans"] += [bad_id, backwards]
+    response = httpx.post(f"{collector.url}/v1/traces", content=json.dumps(body), headers=JSON)
+    assert response.status_code == 200
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2"
+    assert "span_id must be 8 non-zero bytes" in partial["errorMessage"]
+    assert "end time is before start time" in partial["errorMessage"]
+    assert wait_for_spans(collector.url, 1)["spans"] == 1

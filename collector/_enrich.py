@@ -1,0 +1,62 @@
+"""Cost for spans that arrive with tokens and a model but no cost (other instrumentations).
+
+The same genai-prices rates the SDK uses, looked up once per model. The result is written as
+``infersight.cost.usd`` with ``infersight.cost.source`` saying the collector computed it; a span
+whose model is unknown gets no cost, never a guess.
+"""
+
+from __future__ import annotations
+
+from infersight.sdk import cost_usd
+
+_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+_PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+_INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+               "llm.usage.prompt_tokens")
+_OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+                "llm.usage.completion_tokens")
+_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details.cache_read")
+_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "llm.token_count.prompt_details.cache_write")
+
+
+def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = attrs.get(key)
+        if value:
+            return value
+    return None
+
+
+def _tokens(attrs: dict[str, str], keys: tuple[str, ...]) -> int | None:
+    value = _first(attrs, keys)
+    if value is None:
+        return None
+    try:
+        return max(int(value), 0)
+    except ValueError:
+        return None
+
+
+def add_cost(attrs: dict[str, str]) -> None:
+    """Set ``infersight.cost.usd`` on span attributes that have tokens and a priced model."""
+    if "infersight.cost.usd" in attrs:
+        return
+    input_tokens, output_tokens = _tokens(attrs, _INPUT_KEYS), _tokens(attrs, _OUTPUT_KEYS)
+    if input_tokens is None and output_tokens is None:
+        return
+    model = _first(attrs, _MODEL_KEYS)
+    if model is None:
+        return
+    priced = cost_usd(
+        model,
+        input_tokens=input_tokens or 0,
+        output_tokens=output_tokens or 0,
+        cache_read_tokens=_tokens(attrs, _CACHE_READ_KEYS) or 0,
+        cache_creation_tokens=_tokens(attrs, _CACHE_WRITE_KEYS) or 0,
+        provider=_first(attrs, _PROVIDER_KEYS),
+    )
+    if priced is None:
+        attrs["infersight.cost.unknown_model"] = "true"
+        return
+    attrs["infersight.cost.usd"] = repr(priced[0])
+    attrs["infersight.cost.source"] = "collector:" + priced[1]
