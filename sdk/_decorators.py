@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind
 from . import _attrs, _setup
 from ._lifecycle import Call, Spec, begin
 from ._results import llm_result, llm_stream, rerank_result, retrieval_result
+from ._stream_guard import loop_checker
 from ._streams import StreamStats, TracedAsyncStream, TracedStream, is_async_stream, is_sync_stream
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,7 +77,7 @@ def _wrap_stream(call: Call, stream: Any, kind: type) -> Any:
     import weakref
 
     call.detach()
-    stats = StreamStats(call.start_ns, keep_text=True)
+    stats = StreamStats(call.start_ns, keep_text=True, guard=call.spec.guard)
     traced = kind(stream, stats, lambda error, aborted: call.end_stream(stats, error, aborted))
     # Abandoned without being closed: end the span when the wrapper is collected.
     weakref.finalize(traced, call.end_stream, stats, None, True)
@@ -96,7 +97,7 @@ def _wrap(spec: Spec, func: F) -> F:
                 async for chunk in inner:
                     yield chunk
                 return
-            stats = StreamStats(call.start_ns, keep_text=True)
+            stats = StreamStats(call.start_ns, keep_text=True, guard=spec.guard)
             span_context = trace.set_span_in_context(call.span)
             try:
                 while True:
@@ -107,6 +108,10 @@ def _wrap(spec: Spec, func: F) -> F:
                         otel_context.detach(token)
                     stats.observe(chunk)
                     yield chunk
+                    if stats.loop_unit is not None:  # the stream guard found a loop: stop paying
+                        call.end_stream(stats, None, False)
+                        await inner.aclose()
+                        return
             except StopAsyncIteration:
                 call.end_stream(stats, None, False)
             except GeneratorExit:
@@ -132,12 +137,16 @@ def _wrap(spec: Spec, func: F) -> F:
             step_context = contextvars.copy_context()
             call.detach()
             inner = step_context.run(func, *args, **kwargs)
-            stats = StreamStats(call.start_ns, keep_text=True)
+            stats = StreamStats(call.start_ns, keep_text=True, guard=spec.guard)
             try:
                 while True:
                     chunk = step_context.run(next, inner)
                     stats.observe(chunk)
                     yield chunk
+                    if stats.loop_unit is not None:  # the stream guard found a loop: stop paying
+                        call.end_stream(stats, None, False)
+                        inner.close()
+                        return None
             except StopIteration as stop:
                 call.end_stream(stats, None, False)
                 return stop.value
@@ -196,6 +205,7 @@ def traced_llm(
     operation: str = ...,
     queue_wait_from: Callable[[Any], float | None] | None = ...,
     expect_json: bool = ...,
+    stream_guard: bool = ...,
 ) -> Callable[[F], F]: ...
 def traced_llm(
     func: Callable[..., Any] | None = None,
@@ -206,6 +216,7 @@ def traced_llm(
     operation: str = "chat",
     queue_wait_from: Callable[[Any], float | None] | None = None,
     expect_json: bool = False,
+    stream_guard: bool = False,
 ) -> Any:
     """Trace an LLM call: one CLIENT span with GenAI attributes, usage, cost and latency anatomy.
 
@@ -217,10 +228,14 @@ def traced_llm(
     seconds (e.g. from an ``x-queue-time`` header); it is then split out of TTFT.
     ``expect_json=True`` (or a JSON ``response_format=`` argument) marks the answer as JSON
     (``gen_ai.output.type``), so the collector checks it for broken JSON.
+    ``stream_guard=True`` checks a streamed answer for a repetition loop every 16 chunks and
+    ends the stream when it finds one (``infersight.stream.guard_stopped``), so a looping model
+    stops generating tokens the app pays for.
     Exceptions are recorded, classified (transient/logic) and re-raised unchanged.
     """
     spec = Spec(operation or "chat", SpanKind.CLIENT, llm_result, llm_stream, provider, model,
-                queue_wait_from=queue_wait_from, expect_json=expect_json)
+                queue_wait_from=queue_wait_from, expect_json=expect_json,
+                guard=loop_checker() if stream_guard else None)
     return _decorator(spec, func)
 
 

@@ -45,6 +45,8 @@ class Spec:
     attributes: dict[str, Any] = field(default_factory=dict)
     queue_wait_from: Callable[[Any], float | None] | None = None
     expect_json: bool = False
+    # The stream guard's loop check (see _stream_guard), built once per decorated function.
+    guard: Callable[[list[str]], str | None] | None = None
 
     def span_name(self, model: str | None) -> str:
         return f"{self.operation} {model}" if model else self.operation

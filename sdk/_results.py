@@ -30,6 +30,9 @@ def llm_result(call: Call, result: Any) -> None:
 
 def llm_stream(call: Call, stats: StreamStats) -> None:
     out: dict[str, Any] = {_attrs.STREAM_CHUNKS: stats.chunks}
+    if stats.loop_unit is not None:
+        out[_attrs.STREAM_GUARD_STOPPED] = True
+        out[_attrs.STREAM_LOOP_UNIT] = stats.loop_unit
     if stats.first_ns is not None:
         ttft = call.ttft_s = call.elapsed_s(stats.first_ns)
         out[_attrs.TTFT_S] = ttft

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ._stream_guard import CHECK_EVERY_CHUNKS
 from ._usage import Usage, _get, _read_counts
 
 _now_ns = time.perf_counter_ns
@@ -22,9 +23,10 @@ _now_ns = time.perf_counter_ns
 class StreamStats:
     """Timing and usage of one stream, fed chunk by chunk."""
 
-    __slots__ = ("start_ns", "first_ns", "last_ns", "gaps_ns", "chunks", "usage", "text", "keep_text")
+    __slots__ = ("start_ns", "first_ns", "last_ns", "gaps_ns", "chunks", "usage", "text", "keep_text",
+                 "guard", "loop_unit")
 
-    def __init__(self, start_ns: int, *, keep_text: bool) -> None:
+    def __init__(self, start_ns: int, *, keep_text: bool, guard: Callable[[list[str]], str | None] | None = None) -> None:
         self.start_ns = start_ns
         self.first_ns: int | None = None
         self.last_ns = start_ns
@@ -32,7 +34,10 @@ class StreamStats:
         self.chunks = 0
         self.usage = Usage()
         self.text: list[str] = []
-        self.keep_text = keep_text
+        self.keep_text = keep_text or guard is not None
+        self.guard = guard
+        # Set when the stream guard finds a loop: the wrappers then end the stream.
+        self.loop_unit: str | None = None
 
     def observe(self, chunk: Any) -> None:
         now = _now_ns()
@@ -46,6 +51,8 @@ class StreamStats:
             self.last_ns = now
             if self.keep_text:
                 self.text.append(text)
+                if self.guard is not None and len(self.gaps_ns) % CHECK_EVERY_CHUNKS == CHECK_EVERY_CHUNKS - 1:
+                    self.loop_unit = self.guard(self.text)
 
 
 def _chunk_text(chunk: Any, usage: Usage) -> str | None:
@@ -115,6 +122,8 @@ class TracedStream:
         return self
 
     def __next__(self) -> Any:
+        if self._stats.loop_unit is not None:
+            self._stop_looping()
         try:
             chunk = next(self._iterator)
         except StopIteration:
@@ -125,6 +134,13 @@ class TracedStream:
             raise
         self._stats.observe(chunk)
         return chunk
+
+    def _stop_looping(self) -> None:
+        self._finish(None, False)
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+        raise StopIteration
 
     def close(self) -> None:
         self._finish(None, True)
@@ -160,6 +176,10 @@ class TracedAsyncStream:
         return self
 
     async def __anext__(self) -> Any:
+        if self._stats.loop_unit is not None:
+            self._finish(None, False)
+            await self._close_inner()
+            raise StopAsyncIteration
         try:
             chunk = await self._iterator.__anext__()
         except StopAsyncIteration:
@@ -173,6 +193,9 @@ class TracedAsyncStream:
 
     async def aclose(self) -> None:
         self._finish(None, True)
+        await self._close_inner()
+
+    async def _close_inner(self) -> None:
         for name in ("aclose", "close"):
             close = getattr(self._inner, name, None)
             if close is not None:

@@ -139,3 +139,61 @@ def test_child_spans_inside_a_generator_are_parented(spans):
     list(stream())
     by_op = {s.attributes["gen_ai.operation.name"]: s for s in spans.get_finished_spans()}
     assert by_op["retrieval"].parent.span_id == by_op["chat"].context.span_id
+
+
+LOOP_UNIT = "I will check the order status again and report back. "
+
+
+@pytest.mark.parametrize("shape", ["generator", "returned-stream", "async-generator"])
+def test_stream_guard_stops_a_looping_stream(spans, shape):
+    produced = []
+
+    def words():
+        yield "Sure, let me look into that. "
+        for _ in range(200):  # a model stuck until max_tokens
+            for word in LOOP_UNIT.split(" "):
+                produced.append(word)
+                yield word + " "
+
+    if shape == "generator":
+        @sdk.traced_llm(model="gpt-4o-mini", stream_guard=True)
+        def stream():
+            yield from words()
+        consumed = list(stream())
+    elif shape == "returned-stream":
+        @sdk.traced_llm(model="gpt-4o-mini", stream_guard=True)
+        def stream():
+            return words()
+        consumed = list(stream())
+    else:
+        @sdk.traced_llm(model="gpt-4o-mini", stream_guard=True)
+        async def stream():
+            for chunk in words():
+                yield chunk
+
+        async def consume():
+            return [c async for c in stream()]
+        consumed = asyncio.run(consume())
+
+    assert len(produced) < 200  # stopped long before max_tokens: 200 copies would be 2,000 words
+    assert len(consumed) <= len(produced) + 1
+    a, span = one(spans)
+    assert a["infersight.stream.guard_stopped"] is True
+    assert "check the order status" in a["infersight.stream.loop_unit"]
+    assert "infersight.stream.aborted" not in a
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def test_stream_guard_leaves_normal_streams_alone(spans):
+    text = ("The refund was issued on Monday. It takes three to five business days to appear. "
+            "If it does not, reply to this message with your order number and we will trace it. ") * 1
+    words = text.split(" ")
+
+    @sdk.traced_llm(model="gpt-4o-mini", stream_guard=True)
+    def stream():
+        for w in words:
+            yield w + " "
+
+    assert len(list(stream())) == len(words)
+    a, _ = one(spans)
+    assert "infersight.stream.guard_stopped" not in a
