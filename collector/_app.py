@@ -14,7 +14,7 @@ from ._keys import ProjectKeys
 from ._metrics import Counters
 from ._settings import Settings
 from ._spool import Spool
-from ._store import ChdbStore, Store
+from ._store import Store
 from ._writer import SpoolWriter
 
 logger = logging.getLogger("infersight.collector")
@@ -32,12 +32,14 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     """
     from infersight.dashboards import router as dashboards_router
 
+    from ._server import open_store
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # uvicorn re-raises SIGTERM after its graceful shutdown, so cleanup lives here, not in
         # a ``finally`` around uvicorn.run.
         async with AsyncExitStack() as stack:
-            app.state.store = ChdbStore(settings.data_dir) if store is None else store
+            app.state.store = open_store(settings) if store is None else store
             stack.callback(_closed, app.state.store)
             app.state.spool = Spool(settings.data_dir / SPOOL_FILE, max_bytes=settings.spool_max_bytes)
             stack.callback(app.state.spool.close)

@@ -38,10 +38,15 @@ _DATA_DIR = click.option(
               help="Seconds between alert evaluations.")
 @click.option("--slo", default=0.995, show_default=True, type=float,
               help="Share of GenAI calls that must succeed; the error-spike alert burns against the rest.")
+@click.option("--clickhouse-url", envvar="INFERSIGHT_CLICKHOUSE_URL",
+              help="Store in a ClickHouse server: http://user:pass@host:8123/db (default: embedded chDB).")
+@click.option("--cluster", envvar="INFERSIGHT_CLICKHOUSE_CLUSTER",
+              help="With --clickhouse-url: create tables ON CLUSTER, Replicated, read and written via Distributed.")
 @channel_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
-              slack_webhook_url: str | None, public_url: str | None) -> None:
+              slack_webhook_url: str | None, public_url: str | None, clickhouse_url: str | None,
+              cluster: str | None) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
     from ._server import serve
 
@@ -52,6 +57,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,
+            clickhouse_url=clickhouse_url, cluster=cluster,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc

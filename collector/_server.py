@@ -13,7 +13,16 @@ import uvicorn
 
 from ._app import create_app
 from ._settings import Settings
-from ._store import ChdbStore
+from ._store import ChdbStore, Store
+
+
+def open_store(settings: Settings) -> Store:
+    """The ClickHouse server at ``settings.clickhouse_url``, else the embedded store in the data dir."""
+    if settings.clickhouse_url:
+        from ._clickhouse import ClickHouseStore
+
+        return ClickHouseStore(settings.clickhouse_url, cluster=settings.cluster)
+    return ChdbStore(settings.data_dir)
 
 
 def serve(settings: Settings) -> None:
@@ -24,7 +33,7 @@ def serve(settings: Settings) -> None:
     """
     # uvicorn re-raises SIGTERM after its graceful shutdown, so the app's lifespan, not a
     # ``finally`` here, is what closes the store.
-    store = ChdbStore(settings.data_dir)
+    store = open_store(settings)
     app = create_app(settings, store=store)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
 

@@ -26,6 +26,10 @@ class Settings:
         alertmanager_url, alert_webhook_url, slack_webhook_url: where pages go (any of them).
         public_url: the dashboards' address as on-call opens it, for links in alerts; defaults
             to ``http://host:port``.
+        clickhouse_url: store in this ClickHouse server (``http://user:pass@host:8123/db``)
+            instead of the embedded store; the spool and keys stay in ``data_dir``.
+        cluster: with ``clickhouse_url``, create the schema ON CLUSTER with Replicated tables
+            and Distributed tables for reads and writes.
     """
 
     data_dir: Path = Path(".infersight")
@@ -42,6 +46,8 @@ class Settings:
     alert_webhook_url: str | None = None
     slack_webhook_url: str | None = None
     public_url: str | None = None
+    clickhouse_url: str | None = None
+    cluster: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -50,6 +56,8 @@ class Settings:
             raise ValueError(
                 f"The 'max_body_bytes' setting must be positive; got {self.max_body_bytes}."
             )
+        if self.cluster and not self.clickhouse_url:
+            raise ValueError("The 'cluster' setting needs 'clickhouse_url': the embedded store is one process.")
         if not 0.0 < self.slo < 1.0:
             raise ValueError(f"The 'slo' setting must be between 0 and 1 (e.g. 0.995); got {self.slo}.")
         if self.evaluation_interval_s <= 0:

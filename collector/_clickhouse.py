@@ -1,0 +1,86 @@
+"""The ClickHouse server backend of :class:`~._store.Store`, through clickhouse-connect.
+
+Same schema files, same SQL, same JSONEachRow in and out as the embedded store: the two
+backends differ only in transport. With a cluster name, the schema is created ``ON CLUSTER``
+with Replicated tables and Distributed tables for reads and writes (see ``_schema``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from . import _schema
+from ._errors import StoreError
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOKEN = re.compile(r"^[0-9a-f]+$")
+
+
+class ClickHouseStore:
+    """A ClickHouse server (or cluster) at ``url``: ``http[s]://user:password@host:port/database``.
+
+    Thread-safe (clickhouse-connect's HTTP client keeps no session state here). Methods block
+    until the server answers and raise :class:`StoreError` when it does not.
+    """
+
+    def __init__(self, url: str, *, cluster: str | None = None, connect_timeout_s: float = 10.0) -> None:
+        import clickhouse_connect
+
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"The 'clickhouse_url' setting must look like http://user:pass@host:8123/db; got {url!r}.")
+        self.database = (parsed.path or "/").strip("/") or "infersight"
+        if not _IDENTIFIER.match(self.database):
+            raise ValueError(f"The database in 'clickhouse_url' must be an identifier; got {self.database!r}.")
+        self.cluster = cluster
+        options: dict[str, Any] = {
+            "host": parsed.hostname,
+            "port": parsed.port or (8443 if parsed.scheme == "https" else 8123),
+            "username": unquote(parsed.username or "default"),
+            "password": unquote(parsed.password or ""),
+            "secure": parsed.scheme == "https",
+            "connect_timeout": connect_timeout_s,
+            "autogenerate_session_id": False,
+        }
+        try:
+            admin = clickhouse_connect.get_client(**options, database="default")
+            on = f" ON CLUSTER {cluster}" if cluster else ""
+            admin.command(f"CREATE DATABASE IF NOT EXISTS {self.database}{on}")
+            admin.close()
+            self._client = clickhouse_connect.get_client(**options, database=self.database)
+            ddl = _schema.cluster_statements(cluster, self.database) if cluster else _schema.statements()
+            for statement in ddl:
+                self._client.command(statement)
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"cannot open the ClickHouse store at {parsed.hostname}: {exc}") from exc
+
+    def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        if not rows:
+            return
+        if not _IDENTIFIER.match(table):
+            raise ValueError(f"The 'table' parameter of insert must be an identifier; got {table!r}.")
+        settings: dict[str, Any] = {}
+        if dedup_token is not None:
+            if not _TOKEN.match(dedup_token):
+                raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
+            settings = {"insert_deduplication_token": dedup_token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+        try:
+            self._client.raw_insert(table, None, rows, fmt="JSONEachRow", settings=settings)
+        except Exception as exc:
+            raise StoreError(f"insert into {table} failed: {exc}") from exc
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        try:
+            data = self._client.raw_query(sql, parameters=dict(params or {}), fmt="JSONEachRow")
+        except Exception as exc:
+            raise StoreError(f"query failed: {exc}") from exc
+        return [json.loads(line) for line in data.splitlines() if line]
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,137 @@
+"""One conformance suite over both store backends: the embedded chDB store, and a ClickHouse
+server reached through clickhouse-connect. No ClickHouse server package can be installed here,
+so the server is `tests/collector/clickhouse_http.py`: the ClickHouse HTTP interface in front of
+chDB (the real engine and formats; only the HTTP framing is the test's own)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from infersight import sdk
+from infersight.collector import StoreError, encode_rows
+from infersight.collector._clickhouse import ClickHouseStore
+from infersight.collector._otlp import JSON, parse_traces, to_rows
+from infersight.collector._schema import cluster_statements
+from infersight.collector._server import CollectorProcess
+from tests.collector.otlp_bodies import genai_spans_json
+from tests.conftest import free_port, wait_for, wait_for_spans
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def clickhouse_http(tmp_path_factory):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
+         str(tmp_path_factory.mktemp("ch-server")), "--port", str(port)], cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    assert wait_for(lambda: _ping(url), timeout_s=30), "the ClickHouse HTTP endpoint did not start"
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+def _ping(url: str) -> bool:
+    try:
+        return httpx.get(url + "/ping").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(params=["chdb", "clickhouse"])
+def backend(request, store, clickhouse_http):
+    if request.param == "chdb":
+        yield store
+    else:
+        server_store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/conformance")
+        yield server_store
+        server_store.close()
+
+
+def project_rows(count: int):
+    project = f"conf-{uuid.uuid4().hex[:8]}"
+    body, span_ids = genai_spans_json(count)
+    return project, encode_rows(to_rows(parse_traces(body, JSON), project)), span_ids
+
+
+def test_rows_reach_llm_spans_through_the_view(backend):
+    project, rows, span_ids = project_rows(5)
+    backend.insert("otel_traces", rows)
+    got = backend.query(
+        "SELECT span_id, operation, input_tokens FROM llm_spans WHERE project = {p:String} ORDER BY span_id",
+        {"p": project},
+    )
+    assert [r["span_id"] for r in got] == sorted(span_ids)
+    assert all(r["operation"] == "chat" and r["input_tokens"] > 0 for r in got)
+
+
+def test_a_repeated_insert_with_the_same_token_is_stored_once(backend):
+    project, rows, span_ids = project_rows(3)
+    token = uuid.uuid4().hex
+    backend.insert("otel_traces", rows, dedup_token=token)
+    backend.insert("otel_traces", rows, dedup_token=token)
+    for table, column in (("otel_traces", "ResourceAttributes['infersight.project']"), ("llm_spans", "project")):
+        (row,) = backend.query(f"SELECT count() AS n FROM {table} WHERE {column} = {{p:String}}", {"p": project})
+        assert row["n"] == 3, table
+
+
+def test_values_are_bound_never_spliced(backend):
+    project, rows, _ = project_rows(1)
+    backend.insert("otel_traces", rows)
+    hostile = "x' OR 1=1 --"
+    assert backend.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}", {"p": hostile}) == [{"n": 0}]
+    (row,) = backend.query("SELECT {s:String} AS echoed", {"s": hostile})
+    assert row["echoed"] == hostile
+
+
+def test_errors_are_store_errors(backend):
+    with pytest.raises(StoreError):
+        backend.query("SELECT no_such_column FROM llm_spans")
+
+
+def test_collector_on_a_clickhouse_server_end_to_end(tmp_path, clickhouse_http):
+    url = f"http://default:@{clickhouse_http[len('http://'):]}/e2e_{uuid.uuid4().hex[:6]}"
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--clickhouse-url", url)).start()
+    try:
+        sdk.init(service_name="svc", endpoint=process.url,
+                 tracer_provider=TracerProvider(resource=Resource.create({"service.name": "svc"})))
+
+        @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+        def ask(i):
+            return {"usage": {"prompt_tokens": i, "completion_tokens": 1}}
+
+        for i in range(1, 11):
+            ask(i)
+        sdk.force_flush(10_000)
+        sdk.shutdown()
+        summary = wait_for_spans(process.url, 10)
+        assert (summary["spans"], summary["input_tokens"]) == (10, 55)
+        assert not (tmp_path / "d" / "clickhouse").exists()  # nothing went to an embedded store
+    finally:
+        process.stop()
+
+
+def test_cluster_schema_is_replicated_with_distributed_tables_under_the_same_names():
+    ddl = cluster_statements("prod", "infersight")
+    text = "\n".join(ddl)
+    assert "CREATE TABLE IF NOT EXISTS otel_traces_local ON CLUSTER prod (" in text
+    assert "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/infersight/otel_traces_local', '{replica}')" in text
+    assert ("CREATE TABLE IF NOT EXISTS otel_traces ON CLUSTER prod AS otel_traces_local"
+            " ENGINE = Distributed(prod, infersight, otel_traces_local, rand())") in ddl
+    assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/infersight/alerts_local', '{replica}', updated_at)" in text
+    view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v2"))
+    assert "ON CLUSTER prod TO llm_spans_local" in view and "FROM otel_traces_local" in view
+    # every table the app reads or writes exists under its own name
+    for table in ("otel_traces", "llm_spans", "detections", "queue_depth", "alerts", "alert_events"):
+        assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER prod AS") for s in ddl), table
