@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+import orjson
+
 from . import _schema
 from ._errors import DataDirLocked, StoreError
 
@@ -23,8 +25,14 @@ def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
 
     Lone surrogates, which ClickHouse rejects, become ``?`` instead of failing the insert.
     """
-    lines = "".join(json.dumps(row, separators=(",", ":"), ensure_ascii=False) + "\n" for row in rows)
-    return lines.encode("utf-8", "replace")
+    out = bytearray()
+    for row in rows:
+        try:
+            out += orjson.dumps(row)  # several times faster than json: this runs per span at ingest
+        except (orjson.JSONEncodeError, TypeError):  # lone surrogates, ints beyond 64 bits
+            out += json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+        out += b"\n"
+    return bytes(out)
 
 
 class Store(Protocol):
