@@ -166,7 +166,7 @@ def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: f
             raise click.ClickException(str(exc)) from exc
         url = collector_process.url
     llm = start_fake_llm()
-    sdk.init(service_name="demo-support-bot", endpoint=url, service_version="demo-1")
+    sdk.init(service_name="demo-support-bot", endpoint=url, service_version="demo-1", metrics_interval_s=5)
     try:
         click.echo(f"Dashboard: {url}/   (filling it with {traffic:.0f} s of synthetic traffic)")
         requests = run_traffic(llm.url, traffic)

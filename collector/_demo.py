@@ -1,17 +1,22 @@
 """``infersight demo``: the collector plus a synthetic multi-tenant LLM app sending real traffic.
 
-The app calls a local fake LLM over HTTP through ``@traced_llm`` and ``@traced_retrieval``; its
-spans travel through the SDK's real OTLP exporter to the collector, like any application's.
+The app is shaped like a real one: a front door queues requests, worker threads pick them up
+(``mark_started`` splits the queue wait out), retrieve, then call a local fake LLM over HTTP with
+the real ``openai`` and ``anthropic`` clients — streaming for the support route (with the stream
+guard on), JSON mode for the email route. Its spans and queue gauges travel through the SDK's
+real OTLP exporters to the collector, like any application's. The fake model sometimes loops,
+truncates JSON and rate-limits, so the quality pages and detectors have something to show.
 """
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-
-import httpx
+from dataclasses import dataclass
 
 from infersight import sdk
 
@@ -19,73 +24,116 @@ from ._fake_llm import FakeLLM
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
 ROUTES = ("support.answer", "search.summarize", "sales.email")
-MODELS = (
-    ("openai", "gpt-4o-mini", "/v1/chat/completions"),
-    ("openai", "gpt-4o", "/v1/chat/completions"),
-    ("anthropic", "claude-3-5-haiku-latest", "/v1/messages"),
-)
+MODELS = {
+    "support.answer": ("openai", "gpt-4o-mini"),
+    "search.summarize": ("anthropic", "claude-3-5-haiku-latest"),
+    "sales.email": ("openai", "gpt-4o"),
+}
 
 
-class LLMError(Exception):
-    """The fake provider answered with an HTTP error."""
+@dataclass(frozen=True)
+class Request:
+    tenant: str
+    user: str
+    route: str
+    question: str
+    queued_at: float
 
-    def __init__(self, status_code: int, message: str) -> None:
-        super().__init__(f"HTTP {status_code}: {message}")
-        self.status_code = status_code
 
+def _make_handler(llm_url: str) -> Callable[[Request], None]:
+    import anthropic
+    import openai
 
-def _make_app(llm_url: str) -> Callable[[random.Random], None]:
-    client = httpx.Client(base_url=llm_url, timeout=10)
+    oai = openai.OpenAI(base_url=llm_url + "/v1", api_key="demo", max_retries=0)
+    claude = anthropic.Anthropic(base_url=llm_url, api_key="demo", max_retries=0)
 
     @sdk.traced_retrieval(data_source="kb-articles")
-    def retrieve(query: str, top_k: int = 4) -> list[str]:
-        time.sleep(0.005)
-        return [f"article {i} about {query}" for i in range(top_k)]
+    def retrieve(query: str, top_k: int = 4) -> list[dict[str, object]]:
+        time.sleep(0.004)
+        return [{"text": f"article {i} about {query[:20]}", "score": 0.9 - i * 0.1} for i in range(top_k)]
 
-    def call_model(provider: str, model: str, path: str, messages: list[dict[str, str]]) -> dict:
-        @sdk.traced_llm(provider=provider, model=model)
-        def chat() -> dict:
-            response = client.post(path, json={"model": model, "messages": messages})
-            if response.status_code != 200:
-                raise LLMError(response.status_code, response.json()["error"]["message"])
-            return response.json()
+    @sdk.traced_rerank(model="bge-reranker-v2")
+    def rerank(query: str, documents: list[dict[str, object]]) -> list[dict[str, object]]:
+        time.sleep(0.0005 * len(documents))  # a CPU hot spot that grows with candidates
+        return documents[:2]
 
-        return chat()
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini", stream_guard=True)
+    def support(messages: list[dict[str, str]]):
+        return oai.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True,
+                                           stream_options={"include_usage": True})
 
-    def one_request(rng: random.Random) -> None:
-        tenant_id = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
-        route = rng.choice(ROUTES)
-        provider, model, path = rng.choices(MODELS, weights=(6, 2, 2))[0]
-        question = " ".join(rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30)))
-        with sdk.tenant(tenant_id, user_id=f"u-{rng.randint(1, 40)}", route=route):
-            docs = retrieve(question)
+    @sdk.traced_llm(provider="anthropic", model="claude-3-5-haiku-latest")
+    def summarize(messages: list[dict[str, str]]):
+        return claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=300, messages=messages)
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o")
+    def email(messages: list[dict[str, str]], response_format: dict[str, str]):
+        return oai.chat.completions.create(model="gpt-4o", messages=messages, response_format=response_format)
+
+    def handle(request: Request) -> None:
+        with sdk.tenant(request.tenant, user_id=request.user, route=request.route):
+            sdk.mark_started(request.queued_at)
+            docs = rerank(request.question, documents=retrieve(request.question))
+            context = " ".join(str(d["text"]) for d in docs)
+            messages = [{"role": "user", "content": f"{request.question}\n\nContext: {context}"}]
             try:
-                call_model(provider, model, path, [{"role": "user", "content": question + " ".join(docs)}])
-            except LLMError:
+                if request.route == "support.answer":
+                    for _ in support(messages):
+                        pass
+                elif request.route == "search.summarize":
+                    summarize(messages)
+                else:
+                    email(messages, response_format={"type": "json_object"})
+            except (openai.APIError, anthropic.APIError):
                 pass  # the span has recorded it; a real app would retry or fall back
 
-    return one_request
+    return handle
 
 
-def run_traffic(llm_url: str, seconds: float, *, workers: int = 4, seed: int = 7) -> int:
-    """Send synthetic requests for ``seconds`` from ``workers`` threads; returns how many were made."""
-    one_request = _make_app(llm_url)
-    deadline = time.monotonic() + seconds
-    counts = [0] * workers
+def run_traffic(llm_url: str, seconds: float, *, workers: int = 4, rate_per_s: float = 30.0, seed: int = 7) -> int:
+    """Queue synthetic requests for ``seconds`` and serve them with ``workers`` threads.
+
+    Returns how many were served. The queue is reported with ``watch_queue``.
+    """
+    handle = _make_handler(llm_url)
+    rng = random.Random(seed)
+    requests: queue.Queue[Request | None] = queue.Queue()
+    waiting: deque[float] = deque()  # queued_at of the requests in the queue, oldest first (FIFO)
+    served = [0] * workers
+
+    def oldest_age() -> float:
+        try:
+            return time.time() - waiting[0]
+        except IndexError:
+            return 0.0
+
+    watch = sdk.watch_queue("demo-requests", requests.qsize, oldest_age)
 
     def worker(index: int) -> None:
-        rng = random.Random(seed + index)
-        while time.monotonic() < deadline:
-            one_request(rng)
-            counts[index] += 1
+        while (request := requests.get()) is not None:
+            waiting.popleft()
+            handle(request)
+            served[index] += 1
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
+        words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
+        request = Request(tenant, f"u-{rng.randint(1, 40)}", rng.choice(ROUTES), " ".join(words), time.time())
+        waiting.append(request.queued_at)
+        requests.put(request)
+        time.sleep(rng.expovariate(rate_per_s))
+    for _ in threads:
+        requests.put(None)
     for t in threads:
-        t.join()
-    return sum(counts)
+        t.join(timeout=30)
+    watch.stop()
+    return sum(served)
 
 
 def start_fake_llm() -> FakeLLM:
-    return FakeLLM(latency_s=(0.03, 0.4), error_rate=0.03, server_error_rate=0.01).start()
+    return FakeLLM(latency_s=(0.05, 0.4), error_rate=0.03, server_error_rate=0.01, stream_chunk_delay_s=0.004,
+                   loop_rate=0.04, truncate_rate=0.08).start()

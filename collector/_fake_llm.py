@@ -31,6 +31,9 @@ class FakeLLM:
         stream_chunk_delay_s: pause between streamed chunks (``"stream": true`` requests are
             answered with server-sent events in the provider's own format); the first chunk
             comes after ``latency_s``.
+        loop_rate: share of answers that fall into a repetition loop until max tokens.
+        truncate_rate: share of JSON answers (requests with a JSON ``response_format``) cut off
+            at max tokens.
     """
 
     def __init__(
@@ -41,8 +44,12 @@ class FakeLLM:
         server_error_rate: float = 0.0,
         seed: int = 0,
         stream_chunk_delay_s: float = 0.0,
+        loop_rate: float = 0.0,
+        truncate_rate: float = 0.0,
     ) -> None:
         self.stream_chunk_delay_s = stream_chunk_delay_s
+        self.loop_rate = loop_rate
+        self.truncate_rate = truncate_rate
         self.latency_s = latency_s
         self.error_rate = error_rate
         self.server_error_rate = server_error_rate
@@ -82,11 +89,14 @@ class FakeLLM:
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("connection", "close")
                 self.end_headers()
-                for i, event in enumerate(events):
-                    if i and fake.stream_chunk_delay_s:
-                        time.sleep(fake.stream_chunk_delay_s)
-                    self.wfile.write(event)
-                    self.wfile.flush()
+                try:
+                    for i, event in enumerate(events):
+                        if i and fake.stream_chunk_delay_s:
+                            time.sleep(fake.stream_chunk_delay_s)
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading (e.g. a stream guard): so does a provider
 
             def _send(self, status: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
@@ -111,6 +121,7 @@ class FakeLLM:
         """The status and JSON body for one request (also callable without HTTP)."""
         with self._random_lock:
             roll = self._random.random()
+            quirk = self._random.random()
             delay = self._random.uniform(*self.latency_s)
             length = self._random.randint(8, 60)
         time.sleep(delay)
@@ -122,6 +133,15 @@ class FakeLLM:
         messages = request.get("messages") or []
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)) + 7
         text = " ".join(_WORDS[i % len(_WORDS)] for i in range(length))
+        finish = "stop"
+        wants_json = (request.get("response_format") or {}).get("type") in ("json_object", "json_schema")
+        if wants_json:
+            text = json.dumps({"subject": "Your plan", "body": text, "tags": ["billing", "plan"]})
+            if quirk < self.truncate_rate:
+                text, finish = text[: len(text) // 2], "length"
+        elif quirk < self.loop_rate:
+            text = text + " " + " ".join(["Let me check that again for you."] * 20)
+            finish, length = "length", length + 140
         if path.rstrip("/").endswith("/messages"):
             return 200, {
                 "id": "msg_fake",
@@ -129,7 +149,7 @@ class FakeLLM:
                 "role": "assistant",
                 "model": model,
                 "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
+                "stop_reason": "end_turn" if finish == "stop" else "max_tokens",
                 "usage": {"input_tokens": prompt_tokens, "output_tokens": length},
             }
         return 200, {
@@ -137,7 +157,7 @@ class FakeLLM:
             "object": "chat.completion",
             "model": model,
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
@@ -167,7 +187,8 @@ def _openai_events(body: dict[str, Any], include_usage: bool) -> Iterator[bytes]
     for i, word in enumerate(words):
         token = word if i == 0 else " " + word
         yield _sse({**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]})
-    yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    finish = body["choices"][0]["finish_reason"]
+    yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     if include_usage:
         yield _sse({**base, "choices": [], "usage": body["usage"]})
     yield b"data: [DONE]\n\n"

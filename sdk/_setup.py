@@ -25,6 +25,7 @@ from ._content import Redactor, redact_builtin
 from ._guard import record_failure
 from ._metrics import Instruments
 from ._pricing import ModelRates, rates_from_mapping
+from ._processor import AttributionProcessor
 
 logger = logging.getLogger("infersight.sdk")
 
@@ -162,6 +163,7 @@ def init(
                 attrs["service.version"] = service_version
             sampler = ParentBased(TraceIdRatioBased(sample_rate))
             provider = TracerProvider(resource=Resource.create(attrs), sampler=sampler)
+        provider.add_span_processor(AttributionProcessor())
         if export:
             try:
                 _state.processor = BatchSpanProcessor(_exporter(endpoint, api_key))

@@ -104,4 +104,6 @@ SELECT
         nullIf(JSONExtractString(SpanAttributes['gen_ai.response.finish_reasons'], 1), ''),
         SpanAttributes['llm.finish_reason']) AS finish_reason
 FROM otel_traces
-WHERE operation != '';
+-- A provider SDK's own span under an infersight LLM span is the same call again: count it once.
+WHERE operation != ''
+    AND NOT (SpanAttributes['infersight.parent_llm_span'] != '' AND operation IN ('chat', 'text_completion', 'generate_content'));

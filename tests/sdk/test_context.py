@@ -189,3 +189,28 @@ def test_collector_down_neither_breaks_nor_slows_the_app():
         started = time.perf_counter()
         sdk.shutdown(timeout_s=1.0)
         assert time.perf_counter() - started < 2.0  # exit is not held hostage by retries
+
+
+def test_foreign_spans_get_the_tenant_and_are_marked_when_nested_in_an_llm_span(make_sdk):
+    spans = make_sdk()
+    from infersight.sdk import _setup
+
+    foreign = _setup._state.provider.get_tracer("com.anthropic.sdk.python")
+
+    @sdk.traced_llm(provider="anthropic", model="claude-3-5-haiku-latest")
+    def ask():
+        with foreign.start_as_current_span("chat claude", attributes={"gen_ai.provider.name": "anthropic"}):
+            pass
+        return None
+
+    with sdk.tenant("acme", route="support"):
+        ask()
+        with foreign.start_as_current_span("outside any llm span"):
+            pass
+    by_name = {s.name: s for s in spans.get_finished_spans()}
+    nested, ours, alone = by_name["chat claude"], by_name["chat claude-3-5-haiku-latest"], by_name["outside any llm span"]
+    assert nested.attributes["infersight.tenant.id"] == "acme" and nested.attributes["infersight.route"] == "support"
+    assert nested.attributes["infersight.parent_llm_span"] == format(ours.context.span_id, "016x")
+    assert "infersight.parent_llm_span" not in ours.attributes
+    assert alone.attributes["infersight.tenant.id"] == "acme"
+    assert "infersight.parent_llm_span" not in alone.attributes
