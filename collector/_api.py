@@ -72,3 +72,22 @@ async def queues(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> 
     """The queues the SDK's ``watch_queue`` reports: latest depth and oldest-item age."""
     rows = await run_in_threadpool(_queries.queues, store, project, _since_ns(since))
     return {"since": since, "queues": rows}
+
+
+@router.get("/judge_scores")
+async def judge_scores(
+    store: StoreDep,
+    project: ApiProjectDep,
+    since: str = "24h",
+    limit: int = Query(1000, ge=1, le=10_000),
+) -> dict[str, Any]:
+    """LLM-judge scores of spans since ``since``, newest first, and the judge's own spend per day.
+
+    Scores are comparable only within one ``judge_model`` and one ``rubric_id``/``rubric_version``.
+    """
+    from infersight.judges import judge_spend, recent_scores
+
+    since_ns = _since_ns(since)
+    scores = await run_in_threadpool(recent_scores, store, project, since_ns, limit)
+    spend = await run_in_threadpool(judge_spend, store, project, since_ns)
+    return {"since": since, "scores": scores, "spend": spend}

@@ -61,6 +61,11 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
 
                 evaluator = start_evaluator(settings, app.state.store, app.state.spool)
                 stack.callback(evaluator.stop)
+            if settings.judge is not None:
+                from infersight.judges import start_judge_loop
+
+                judge_loop = start_judge_loop(settings.judge, app.state.store)
+                stack.callback(judge_loop.stop)
             yield
 
     # FastAPI traces itself once a global OTel provider exists. In a process that also runs the

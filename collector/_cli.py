@@ -8,6 +8,9 @@ from pathlib import Path
 
 import click
 
+from infersight.judges._cli import background_options, judge_settings
+from infersight.judges._cli import judge as judge_cli
+
 from ._errors import InfersightError
 from ._settings import Settings
 from .alerts._cli import alerts_cli, channel_options
@@ -43,10 +46,11 @@ _DATA_DIR = click.option(
 @click.option("--cluster", envvar="INFERSIGHT_CLICKHOUSE_CLUSTER",
               help="With --clickhouse-url: create tables ON CLUSTER, Replicated, read and written via Distributed.")
 @channel_options
+@background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
               slack_webhook_url: str | None, public_url: str | None, clickhouse_url: str | None,
-              cluster: str | None) -> None:
+              cluster: str | None, **judge_options: object) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
     from ._server import serve
 
@@ -57,7 +61,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,
-            clickhouse_url=clickhouse_url, cluster=cluster,
+            clickhouse_url=clickhouse_url, cluster=cluster, judge=judge_settings(judge_options),
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
@@ -70,6 +74,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
 
 
 main.add_command(alerts_cli)
+main.add_command(judge_cli)
 
 
 @main.group()
@@ -151,15 +156,22 @@ def _utc(unix_s: float | None) -> str:
 def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: float | None) -> None:
     """Start a collector and drive it with a synthetic multi-tenant LLM app."""
     from infersight import sdk
+    from infersight.judges._fake_judge import FakeJudge
 
     from ._demo import run_traffic, start_fake_llm
     from ._server import CollectorProcess
 
     started = time.monotonic()
     collector_process = None
+    fake_judge = None
     if url is None:
-        # Dev mode: the demo app sends without a key, into project 'default'.
-        collector_process = CollectorProcess(data_dir, port, extra_args=("--no-auth",))
+        # Dev mode: the demo app sends without a key, into project 'default'. A local judge
+        # scores a fifth of the answers every 10 s, so the judge views fill up too.
+        fake_judge = FakeJudge().start()
+        judge_args = ("--judge-base-url", fake_judge.url, "--judge-model", "demo-judge", "--judge-rate", "0.2",
+                      "--judge-interval", "10", "--judge-price-input-mtok", "0.15",
+                      "--judge-price-output-mtok", "0.6")
+        collector_process = CollectorProcess(data_dir, port, extra_args=("--no-auth", *judge_args))
         try:
             collector_process.start()
         except (RuntimeError, TimeoutError) as exc:
@@ -184,6 +196,8 @@ def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: f
         llm.stop()
         if collector_process is not None:
             collector_process.stop()
+        if fake_judge is not None:
+            fake_judge.stop()
 
 
 if __name__ == "__main__":

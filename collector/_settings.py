@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infersight.judges import JudgeSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,8 @@ class Settings:
             instead of the embedded store; the spool and keys stay in ``data_dir``.
         cluster: with ``clickhouse_url``, create the schema ON CLUSTER with Replicated tables
             and Distributed tables for reads and writes.
+        judge: judge a sample of spans with an LLM judge in this process (``None``: off). Like
+            the alert evaluator, exactly one process of a deployment should do it.
     """
 
     data_dir: Path = Path(".infersight")
@@ -48,6 +54,7 @@ class Settings:
     public_url: str | None = None
     clickhouse_url: str | None = None
     cluster: str | None = None
+    judge: JudgeSettings | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -1,3 +1,87 @@
-"""Sampled LLM-judge scoring: see issue 6."""
+"""Sampled LLM-judge scoring with versioned rubrics, frozen panels and a regression gate.
 
-__all__: list[str] = []
+    from infersight.judges import JudgeClient, JudgeRunner, Sampler, SamplingPolicy, load_rubrics
+
+    rubrics = load_rubrics()                       # built-ins, checked against their lock file
+    judge = JudgeClient(base_url="http://localhost:11434/v1", model="llama3.1:8b",
+                        prices={"input_mtok": 0.0, "output_mtok": 0.0})
+    runner = JudgeRunner(store, judge, [rubrics["helpfulness"]], project="default",
+                         sampler=Sampler(store, SamplingPolicy(rate=0.02)))
+    print(runner.run(since_ns).summary())
+
+Scores land in ``judge_scores`` and every judge call in ``judge_calls`` (the judge's own
+spend, which the daily :class:`Budget` is checked against). Scores are only comparable within
+one judge model and one rubric version; :func:`compare` and :func:`gate` compare two app
+versions on the same frozen :class:`Panel` with the same judge and rubric.
+"""
+
+from __future__ import annotations
+
+from ._background import JudgeLoop, JudgeSettings, start_judge_loop
+from ._breaker import CircuitBreaker
+from ._budget import Budget
+from ._client import Judge, JudgeClient, parse_verdict
+from ._compare import Comparison, GateResult, PairedScore, compare, gate, paired_bootstrap
+from ._errors import (
+    CircuitOpen,
+    InvalidVerdict,
+    JudgeCallError,
+    JudgeError,
+    JudgeRejected,
+    PanelError,
+    RubricError,
+    RubricVersionError,
+    TransientJudgeError,
+)
+from ._panels import Panel, PanelItem, create_panel, list_panels, load_panel
+from ._records import judge_spend, recent_scores, scores_summary
+from ._rubrics import Rubric, load_rubrics, lock_rubrics
+from ._runner import Judgement, JudgeRunner, RunReport
+from ._sampler import Sampler, SamplingPolicy, trace_fraction
+from ._types import Message, SampledSpan, Verdict
+
+__all__ = [
+    "Budget",
+    "CircuitBreaker",
+    "CircuitOpen",
+    "Comparison",
+    "GateResult",
+    "InvalidVerdict",
+    "Judge",
+    "JudgeCallError",
+    "JudgeClient",
+    "JudgeError",
+    "JudgeLoop",
+    "JudgeRejected",
+    "JudgeRunner",
+    "JudgeSettings",
+    "Judgement",
+    "Message",
+    "PairedScore",
+    "Panel",
+    "PanelError",
+    "PanelItem",
+    "Rubric",
+    "RubricError",
+    "RubricVersionError",
+    "RunReport",
+    "SampledSpan",
+    "Sampler",
+    "SamplingPolicy",
+    "TransientJudgeError",
+    "Verdict",
+    "compare",
+    "create_panel",
+    "gate",
+    "judge_spend",
+    "list_panels",
+    "load_panel",
+    "load_rubrics",
+    "lock_rubrics",
+    "paired_bootstrap",
+    "parse_verdict",
+    "recent_scores",
+    "scores_summary",
+    "start_judge_loop",
+    "trace_fraction",
+]

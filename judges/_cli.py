@@ -1,0 +1,405 @@
+"""``infersight judge ...``: sampled judging, panels, comparisons and the rollout gate.
+
+The group is registered on the main ``infersight`` CLI. Commands open the embedded store in
+``--data-dir`` (so they need the collector stopped, since one process owns a data directory),
+or use the store a caller put in ``ctx.obj["store"]`` (tests, or a process that already owns
+it). Exit codes: 0 success (gate: pass), 1 gate failed or an error, 2 usage error, 3 the
+comparison could not be made (too few paired outputs, judge unavailable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+CANNOT_EVALUATE = 3
+
+
+class CannotEvaluate(click.ClickException):
+    """The gate could not reach a verdict; distinct from a failed gate (1) in CI scripts."""
+
+    exit_code = CANNOT_EVALUATE
+
+
+def _since_ns(value: str, param: str = "--since") -> int:
+    from infersight.collector._errors import BadRequest
+    from infersight.collector._timerange import since_to_unix_ns
+
+    try:
+        return since_to_unix_ns(value)
+    except BadRequest as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from exc
+
+
+@contextlib.contextmanager
+def _store(data_dir: Path) -> Iterator[Any]:
+    ctx = click.get_current_context()
+    given = (ctx.obj or {}).get("store") if isinstance(ctx.obj, dict) else None
+    if given is not None:
+        yield given
+        return
+    from infersight.collector._errors import StoreError
+    from infersight.collector._store import ChdbStore
+
+    try:
+        store = ChdbStore(data_dir)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _store_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--project", default="default", show_default=True, help="Project whose spans are used.")(func)
+    func = click.option("--data-dir", default=".infersight", show_default=True,
+                        type=click.Path(path_type=Path), help="The collector's data directory.")(func)
+    return func
+
+
+def _judge_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--base-url", envvar="INFERSIGHT_JUDGE_BASE_URL", default="https://api.openai.com/v1",
+                     show_default=True, help="OpenAI-compatible API base (env INFERSIGHT_JUDGE_BASE_URL)."),
+        click.option("--model", envvar="INFERSIGHT_JUDGE_MODEL", default="gpt-4o-mini", show_default=True,
+                     help="Judge model (env INFERSIGHT_JUDGE_MODEL)."),
+        click.option("--api-key", envvar="INFERSIGHT_JUDGE_API_KEY", default=None,
+                     help="Judge API key (env INFERSIGHT_JUDGE_API_KEY)."),
+        click.option("--provider", default="openai", show_default=True,
+                     help="Provider name for the judge's spans and price lookup."),
+        click.option("--price-input-mtok", type=float, default=None,
+                     help="Judge price, USD per million input tokens (for models genai-prices lacks)."),
+        click.option("--price-output-mtok", type=float, default=None,
+                     help="Judge price, USD per million output tokens."),
+        click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
+                     help="Seconds per judge request."),
+        click.option("--max-retries", type=int, default=3, show_default=True,
+                     help="Retries of transient failures (timeouts, 429, 5xx)."),
+        click.option("--json-mode/--no-json-mode", default=True, show_default=True,
+                     help="Send response_format=json_object (turn off for servers that reject it)."),
+        click.option("--rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="Folder of custom rubrics (*.j2 with rubrics.lock.json)."),
+        click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
+                     help="Judge calls in flight at most."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _make_judge(opts: dict[str, Any]) -> Any:
+    from ._client import JudgeClient
+
+    prices = None
+    if (opts["price_input_mtok"] is None) != (opts["price_output_mtok"] is None):
+        raise click.UsageError("give both --price-input-mtok and --price-output-mtok, or neither")
+    if opts["price_input_mtok"] is not None:
+        prices = {"input_mtok": opts["price_input_mtok"], "output_mtok": opts["price_output_mtok"]}
+    try:
+        return JudgeClient(
+            base_url=opts["base_url"], model=opts["model"], api_key=opts["api_key"], provider=opts["provider"],
+            timeout_s=opts["timeout_s"], max_retries=opts["max_retries"], prices=prices,
+            json_mode=opts["json_mode"],
+        )
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _rubrics(opts: dict[str, Any], ids: tuple[str, ...]) -> list[Any]:
+    from ._errors import RubricError
+    from ._rubrics import load_rubrics, select_rubrics
+
+    try:
+        return select_rubrics(load_rubrics(opts["rubrics_dir"]), ids)
+    except RubricError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--judge-*`` options of ``infersight collector``; read them with :func:`judge_settings`."""
+    options = [
+        click.option("--judge-base-url", envvar="INFERSIGHT_JUDGE_BASE_URL", default=None,
+                     help="Judge a sample of spans in this process with this OpenAI-compatible API "
+                          "(env INFERSIGHT_JUDGE_BASE_URL). Off without it."),
+        click.option("--judge-model", envvar="INFERSIGHT_JUDGE_MODEL", default="gpt-4o-mini", show_default=True),
+        click.option("--judge-api-key", envvar="INFERSIGHT_JUDGE_API_KEY", default=None,
+                     help="Judge API key (env INFERSIGHT_JUDGE_API_KEY)."),
+        click.option("--judge-rubric", multiple=True, default=("helpfulness",), show_default=True,
+                     help="Rubric applied to sampled spans (repeatable)."),
+        click.option("--judge-rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None),
+        click.option("--judge-rate", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+                     help="Share of spans judged (small tenants and routes get more; see 'judge run')."),
+        click.option("--judge-max-calls", type=click.IntRange(0), default=2000, show_default=True,
+                     help="Daily judge calls per project."),
+        click.option("--judge-max-usd", type=click.FloatRange(0), default=5.0, show_default=True,
+                     help="Daily judge dollars per project."),
+        click.option("--judge-price-input-mtok", type=float, default=None),
+        click.option("--judge-price-output-mtok", type=float, default=None),
+        click.option("--judge-interval", type=click.FloatRange(1), default=60.0, show_default=True,
+                     help="Seconds between judge cycles."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def judge_settings(options: dict[str, Any]) -> Any:
+    """Pop the ``judge_*`` values :func:`background_options` added; ``JudgeSettings`` or ``None``.
+
+    Raises ``ValueError`` (the collector's CLI turns it into a usage error) on a bad value.
+    """
+    from ._background import JudgeSettings
+
+    values = {k: options.pop(k) for k in list(options) if k.startswith("judge_")}
+    if not values.get("judge_base_url"):
+        return None
+    return JudgeSettings(
+        base_url=values["judge_base_url"], model=values["judge_model"], api_key=values["judge_api_key"],
+        rubrics=tuple(values["judge_rubric"]), rubrics_dir=values["judge_rubrics_dir"], rate=values["judge_rate"],
+        max_calls_per_day=values["judge_max_calls"], max_usd_per_day=values["judge_max_usd"],
+        price_input_mtok=values["judge_price_input_mtok"], price_output_mtok=values["judge_price_output_mtok"],
+        every_s=values["judge_interval"],
+    )
+
+
+@click.group("judge")
+def judge() -> None:
+    """Score a sample of LLM answers with an LLM judge; compare app versions on fixed panels."""
+
+
+@judge.command("run")
+@click.option("--since", default="1h", show_default=True, help="Judge spans since (15m, 24h, 7d or ISO time).")
+@click.option("--until", default=None, help="Judge spans before this (ISO time or look-back); default now.")
+@click.option("--rubric", "rubric_ids", multiple=True, default=("helpfulness",), show_default=True,
+              help="Rubric to apply (repeatable).")
+@click.option("--rate", type=click.FloatRange(0, 1), default=0.02, show_default=True, help="Base sampling rate.")
+@click.option("--min-per-stratum", type=click.IntRange(0), default=3, show_default=True,
+              help="Expected judged spans per tenant and route at least.")
+@click.option("--flagged-rate", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="Sampling rate of spans a detector flagged.")
+@click.option("--max-calls", type=click.IntRange(0), default=2000, show_default=True,
+              help="Daily budget in judge calls.")
+@click.option("--max-usd", type=click.FloatRange(0), default=5.0, show_default=True, help="Daily budget in dollars.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar on stderr.")
+@_judge_options
+@_store_options
+def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate: float, min_per_stratum: int,
+                flagged_rate: float, max_calls: int, max_usd: float, progress: bool, data_dir: Path,
+                project: str, **opts: Any) -> None:
+    """Sample spans since --since and judge them (a backfill with --since 7d)."""
+    from ._budget import Budget
+    from ._runner import JudgeRunner
+    from ._sampler import Sampler, SamplingPolicy
+
+    since_ns = _since_ns(since)
+    until_ns = _since_ns(until, "--until") if until else time.time_ns()
+    rubrics = _rubrics(opts, rubric_ids)
+    judge_client = _make_judge(opts)
+    with _store(data_dir) as store, contextlib.closing(judge_client):
+        sampler = Sampler(store, SamplingPolicy(rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate))
+        runner = JudgeRunner(store, judge_client, rubrics, project=project, sampler=sampler,
+                             budget=Budget(max_calls=max_calls, max_usd=max_usd), concurrency=opts["concurrency"])
+        report = runner.run(since_ns, until_ns, progress=progress)
+    click.echo(report.summary())
+    if report.stopped and report.stopped != "budget":
+        raise CannotEvaluate(f"judging stopped early: {report.stopped}")
+
+
+@judge.group("panel")
+def panel() -> None:
+    """Frozen sets of inputs of one route, for comparing app versions."""
+
+
+@panel.command("create")
+@click.option("--route", required=True, help="The route whose inputs the panel freezes.")
+@click.option("--size", type=click.IntRange(1), default=200, show_default=True, help="Distinct inputs to keep.")
+@click.option("--since", default="30d", show_default=True, help="Take inputs seen since then.")
+@click.option("--id", "panel_id", default=None, help="Panel id (default: route-date-hash).")
+@_store_options
+def panel_create(route: str, size: int, since: str, panel_id: str | None, data_dir: Path, project: str) -> None:
+    """Freeze up to --size distinct inputs of --route into a new panel; prints its id."""
+    from ._errors import PanelError
+    from ._panels import create_panel
+
+    since_ns = _since_ns(since)
+    with _store(data_dir) as store:
+        try:
+            created = create_panel(store, project, route, size, since_ns=since_ns, panel_id=panel_id)
+        except (PanelError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(created.panel_id)
+    note = f" (only {len(created.items)} distinct inputs were available)" if len(created.items) < size else ""
+    click.echo(f"Panel {created.panel_id}: {len(created.items)} inputs of route {route!r}{note}.", err=True)
+
+
+@panel.command("list")
+@_store_options
+def panel_list(data_dir: Path, project: str) -> None:
+    """List the project's panels, newest first."""
+    from ._panels import list_panels
+
+    with _store(data_dir) as store:
+        rows = list_panels(store, project)
+    if not rows:
+        click.echo("No panels yet; create one with 'infersight judge panel create --route R'.", err=True)
+        return
+    click.echo(f"{'PANEL':<48}{'ROUTE':<28}{'CREATED (UTC)':<26}SIZE")
+    for row in rows:
+        click.echo(f"{row['panel_id']:<48}{row['route']:<28}{row['created'][:19]:<26}{row['size']}")
+
+
+def _compare_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--panel", "panel_id", required=True, help="Panel id (see 'judge panel list')."),
+        click.option("--baseline", required=True, help="Baseline app version (service.version)."),
+        click.option("--candidate", required=True, help="Candidate app version (service.version)."),
+        click.option("--rubric", "rubric_id", default="helpfulness", show_default=True),
+        click.option("--since", default="90d", show_default=True, help="Look for the versions' outputs since then."),
+        click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True),
+        click.option("--resamples", type=click.IntRange(100), default=10_000, show_default=True),
+        click.option("--min-pairs", type=click.IntRange(1), default=10, show_default=True,
+                     help="Fewest inputs with both versions scored for a result."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _run_compare(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
+                 resamples: int, min_pairs: int, data_dir: Path, project: str, opts: dict[str, Any]) -> Any:
+    from ._compare import compare
+    from ._errors import JudgeError
+    from ._panels import load_panel
+
+    if baseline == candidate:
+        raise click.UsageError("--baseline and --candidate must name different versions")
+    since_ns = _since_ns(since)
+    (rubric,) = _rubrics(opts, (rubric_id,))
+    judge_client = _make_judge(opts)
+    with _store(data_dir) as store, contextlib.closing(judge_client):
+        try:
+            frozen = load_panel(store, project, panel_id)
+            return compare(
+                store, frozen, baseline, candidate, judge=judge_client, rubric=rubric, since_ns=since_ns,
+                concurrency=opts["concurrency"], resamples=resamples, confidence=confidence, min_pairs=min_pairs,
+            )
+        except JudgeError as exc:
+            raise CannotEvaluate(str(exc)) from exc
+
+
+@judge.command("compare")
+@_compare_options
+@_judge_options
+@_store_options
+def compare_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
+                    resamples: int, min_pairs: int, as_json: bool, data_dir: Path, project: str, **opts: Any) -> None:
+    """Score both versions' outputs on a panel and print the difference with a confidence interval."""
+    result = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
+                          data_dir, project, opts)
+    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.describe())
+
+
+@judge.command("gate")
+@_compare_options
+@click.option("--max-drop", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="Score points the candidate may lose against the baseline.")
+@click.option("--rule", type=click.Choice(["significant", "noninferior"]), default="significant", show_default=True,
+              help="significant: fail when the CI lies wholly below -max-drop; "
+                   "noninferior: fail unless the CI lies wholly above -max-drop.")
+@_judge_options
+@_store_options
+def gate_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
+                 resamples: int, min_pairs: int, as_json: bool, max_drop: float, rule: str, data_dir: Path,
+                 project: str, **opts: Any) -> None:
+    """Exit 1 when the candidate is worse than the baseline beyond --max-drop (0 pass, 3 undecided)."""
+    from ._compare import gate
+
+    result = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
+                          data_dir, project, opts)
+    verdict = gate(result, max_drop=max_drop, rule=rule)
+    if as_json:
+        outcome = {"passed": verdict.passed, "rule": rule, "max_drop": max_drop, "message": verdict.message}
+        click.echo(json.dumps({**result.to_dict(), "gate": outcome}, indent=2))
+    else:
+        click.echo(result.describe())
+        click.echo(verdict.message)
+    if not verdict.passed:
+        click.get_current_context().exit(1)
+
+
+@judge.command("spend")
+@click.option("--since", default="7d", show_default=True)
+@_store_options
+def spend_command(since: str, data_dir: Path, project: str) -> None:
+    """The judge's own spend per day, model and purpose (sampled judging vs panels)."""
+    from ._records import judge_spend
+
+    since_ns = _since_ns(since)
+    with _store(data_dir) as store:
+        rows = judge_spend(store, project, since_ns)
+    click.echo(f"{'DAY':<12}{'JUDGE MODEL':<28}{'PURPOSE':<9}{'CALLS':>7}{'SCORED':>8}{'FAILED':>8}{'COST USD':>12}")
+    for r in rows:
+        cost = f"{float(r['usd']):.4f}" + ("*" if int(r["uncosted_calls"]) else "")
+        click.echo(f"{r['day']:<12}{r['judge_model']:<28}{r['purpose']:<9}{int(r['calls']):>7}"
+                   f"{int(r['scored']):>8}{int(r['failed']):>8}{cost:>12}")
+    if any(int(r["uncosted_calls"]) for r in rows):
+        click.echo("* some calls have no known price (pass --price-input-mtok/--price-output-mtok)", err=True)
+
+
+@judge.command("scores")
+@click.option("--since", default="7d", show_default=True)
+@_store_options
+def scores_command(since: str, data_dir: Path, project: str) -> None:
+    """Mean judge score per route, app version, judge model and rubric version."""
+    from ._records import scores_summary
+
+    since_ns = _since_ns(since)
+    with _store(data_dir) as store:
+        rows = scores_summary(store, project, since_ns)
+    click.echo(f"{'ROUTE':<24}{'VERSION':<14}{'JUDGE MODEL':<24}{'RUBRIC':<28}{'N':>6}{'MEAN':>7}{'WEIGHTED':>10}")
+    for r in rows:
+        rubric = f"{r['rubric_id']}@v{r['rubric_version']}"
+        click.echo(f"{r['route']:<24}{r['service_version']:<14}{r['judge_model']:<24}{rubric:<28}"
+                   f"{int(r['scores']):>6}{float(r['mean_score']):>7.2f}{float(r['weighted_mean_score']):>10.2f}")
+
+
+@judge.group("rubrics")
+def rubrics_group() -> None:
+    """Built-in and custom rubrics, and their version lock."""
+
+
+@rubrics_group.command("list")
+@click.option("--rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+def rubrics_list(rubrics_dir: Path | None) -> None:
+    """List rubrics with their versions; fails when one changed without a version bump."""
+    from ._errors import RubricError
+    from ._rubrics import load_rubrics
+
+    try:
+        found = load_rubrics(rubrics_dir)
+    except RubricError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for rubric in found.values():
+        click.echo(f"{rubric.key:<36}{rubric.description}")
+
+
+@rubrics_group.command("lock")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
+def rubrics_lock(folder: Path) -> None:
+    """Record new rubric versions in FOLDER/rubrics.lock.json (never rewrites a recorded one)."""
+    from ._errors import RubricError
+    from ._rubrics import lock_rubrics
+
+    try:
+        added = lock_rubrics(folder)
+    except RubricError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo("Recorded " + ", ".join(added) if added else "Nothing new to record.")

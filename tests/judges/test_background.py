@@ -1,0 +1,81 @@
+"""The background loop the collector's evaluator runs."""
+
+from __future__ import annotations
+
+import time
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from infersight.judges import (
+    JudgeLoop,
+    JudgeSettings,
+    SamplingPolicy,
+    load_rubrics,
+    recent_scores,
+    start_judge_loop,
+)
+from infersight.judges._cli import background_options, judge_settings
+from tests.conftest import wait_for
+from tests.judges.conftest import Span, insert_spans, trace_id_for
+
+
+def test_the_loop_judges_each_project_with_its_own_budget(judge_store, project, fake_judge, judge_client):
+    other = project + "-b"
+    for name in (project, other):
+        insert_spans(judge_store, name, [
+            Span(trace_id_for(name, i), question=f"q{i}?", answer="fine [[quality=4]]") for i in range(3)
+        ])
+    def make_loop() -> JudgeLoop:
+        return JudgeLoop(judge_store, judge_client, [load_rubrics()["helpfulness"]],
+                         policy=SamplingPolicy(rate=1.0), every_s=3600, projects=[project, other])
+
+    loop = make_loop().start()
+    try:
+        since = time.time_ns() - 3600 * 10**9
+        assert wait_for(lambda: len(recent_scores(judge_store, other, since)) == 3, timeout_s=10)
+    finally:
+        loop.stop()
+    assert len(recent_scores(judge_store, project, since)) == 3
+    # A restarted loop (a restarted collector) does not judge the same spans again.
+    assert {p: r.already_judged for p, r in make_loop().run_once().items()} == {project: 3, other: 3}
+    assert fake_judge.request_count == 6
+
+
+def test_settings_fail_fast_on_bad_values():
+    with pytest.raises(ValueError, match="rate"):
+        JudgeSettings(base_url="http://judge/v1", rate=2.0)
+    with pytest.raises(ValueError, match="base_url"):
+        JudgeSettings(base_url="judge:8000")
+    with pytest.raises(ValueError, match="price"):
+        JudgeSettings(base_url="http://judge/v1", price_input_mtok=1.0)
+
+
+def test_start_judge_loop_runs_and_stops_with_its_client(judge_store, fake_judge):
+    settings = JudgeSettings(base_url=fake_judge.url, model="fake-judge", rate=0.0, min_per_stratum=0,
+                             flagged_rate=0.0, every_s=3600)
+    loop = start_judge_loop(settings, judge_store)
+    loop.stop()
+    assert loop.judge._http.is_closed  # type: ignore[attr-defined]
+    assert fake_judge.request_count == 0
+
+
+def test_collector_options_become_settings():
+    seen = []
+
+    @click.command()
+    @background_options
+    def collector(**options):
+        seen.append(judge_settings(options))
+        assert options == {}
+
+    runner = CliRunner()
+    assert runner.invoke(collector, []).exit_code == 0
+    assert seen[-1] is None
+    result = runner.invoke(collector, ["--judge-base-url", "http://judge:8000/v1", "--judge-rate", "0.1",
+                                       "--judge-rubric", "helpfulness", "--judge-rubric", "groundedness"])
+    assert result.exit_code == 0, result.output
+    settings = seen[-1]
+    assert (settings.base_url, settings.rate, settings.rubrics) == (
+        "http://judge:8000/v1", 0.1, ("helpfulness", "groundedness"))
