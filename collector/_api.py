@@ -91,3 +91,26 @@ async def judge_scores(
     scores = await run_in_threadpool(recent_scores, store, project, since_ns, limit)
     spend = await run_in_threadpool(judge_spend, store, project, since_ns)
     return {"since": since, "scores": scores, "spend": spend}
+
+
+@router.get("/digest")
+async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = None) -> dict[str, Any]:
+    """The daily digest of ``date`` (``YYYY-MM-DD``, UTC; default yesterday) as JSON."""
+    from dataclasses import asdict
+
+    from .alerts._digest import build_digest
+
+    result = await run_in_threadpool(build_digest, store, project, _day(date))
+    return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
+
+
+def _day(value: str | None):  # -> datetime.date
+    from datetime import date as date_type
+    from datetime import datetime, timedelta, timezone
+
+    if value is None:
+        return datetime.now(timezone.utc).date() - timedelta(days=1)
+    try:
+        return date_type.fromisoformat(value)
+    except ValueError:
+        raise HTTPException(status_code=400, detail=f"'date' must be YYYY-MM-DD; got {value!r}") from None

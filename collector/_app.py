@@ -33,6 +33,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     from infersight.dashboards import router as dashboards_router
 
     from ._server import open_store
+    from .alerts._pages import router as digest_router
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -87,6 +88,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     app.include_router(_api.router)
     app.include_router(_metrics.router)
     app.include_router(dashboards_router)
+    app.include_router(digest_router)
     return app
 
 

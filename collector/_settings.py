@@ -25,6 +25,8 @@ class Settings:
         spool_max_bytes: spool size (compressed) at which ``/v1/traces`` answers 503.
         alerts: run the alert evaluator (every ``evaluation_interval_s``) in this process. A
             deployment runs exactly one evaluator.
+        digest_hour_utc: from this hour (UTC) each day, yesterday's daily digest goes out through
+            the alert channels as a non-paging message; ``None``: no digest.
         slo: share of GenAI calls that must succeed; its complement is the error budget that
             the error-spike alert measures burn against.
         alertmanager_url, alert_webhook_url, slack_webhook_url: where pages go (any of them).
@@ -48,6 +50,7 @@ class Settings:
     alerts: bool = True
     evaluation_interval_s: float = 60.0
     slo: float = 0.995
+    digest_hour_utc: int | None = 8
     alertmanager_url: str | None = None
     alert_webhook_url: str | None = None
     slack_webhook_url: str | None = None

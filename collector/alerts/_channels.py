@@ -148,7 +148,7 @@ class SlackNotifier:
     def send(self, events: Sequence[Event], *, paging: bool = True) -> None:
         lines = []
         for e in events:
-            icon = {"firing": ":rotating_light:", "repeat": ":rotating_light:", RESOLVED: ":white_check_mark:"}[e.kind]
+            icon = {RESOLVED: ":white_check_mark:"}.get(e.kind, ":rotating_light:")
             if not paging:
                 icon = ":memo:"
             word = "RESOLVED" if e.kind == RESOLVED else ("FIRING" if paging else "DIGEST")

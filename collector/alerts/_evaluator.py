@@ -9,14 +9,15 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from .._store import Store, encode_rows
 from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._error_rate import Counts, ErrorRateRule
-from ._model import Alert
+from ._digest import DIGEST, build_digest, projects_active
+from ._model import Alert, fingerprint
 from ._queue import DepthSample, QueueRule
 from ._state import AlertState, Event, transition
 
@@ -63,10 +64,14 @@ class Evaluator:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         own_queue: tuple[str, Callable[[], tuple[float, float]]] | None = None,
+        digest_hour_utc: int | None = None,
     ) -> None:
         """``own_queue`` is (project, fn returning (depth, oldest age s)): a queue of this process,
-        sampled into ``queue_depth`` at every evaluation (the collector's spool)."""
+        sampled into ``queue_depth`` at every evaluation (the collector's spool). From
+        ``digest_hour_utc`` on, each day's first evaluation sends yesterday's daily digest."""
         self.own_queue = own_queue
+        self.digest_hour_utc = digest_hour_utc
+        self._digest_done: date | None = None
         self.store = store
         self.notifiers = list(notifiers)
         self.config = config or EvaluatorConfig()
@@ -215,7 +220,33 @@ class Evaluator:
         notified = {e.state.fingerprint for e in events} if delivered or not self.notifiers else set()
         states = [replace(s, last_notified_at=now) if s.fingerprint in notified else s for s in updates]
         self._write(states, events, now, delivered)
+        if self.digest_hour_utc is not None and now.hour >= self.digest_hour_utc:
+            errors += self.send_digests(now.date() - timedelta(days=1), now)
         return Evaluation(now, active, events, errors)
+
+    def send_digests(self, day: date, now: datetime) -> list[str]:
+        """Send ``day``'s digest of every project active that day, once (across restarts too)."""
+        if self._digest_done == day:
+            return []
+        errors: list[str] = []
+        for project in projects_active(self.store, day):
+            fp = fingerprint({"alertname": DIGEST, "project": project, "day": day.isoformat()})
+            if self.store.query("SELECT 1 AS sent FROM alert_events WHERE project = {p:String} AND fingerprint = {fp:String}"
+                                " LIMIT 1", {"p": project, "fp": fp}):
+                continue
+            digest = build_digest(self.store, project, day)
+            state = replace(AlertState.firing(digest.as_alert(now), now), fingerprint=fp)
+            event = Event("digest", state)
+            delivered = []
+            for notifier in self.notifiers:
+                try:
+                    notifier.send([event], paging=False)
+                    delivered.append(notifier.name)
+                except NotifierError as exc:
+                    errors.append(str(exc))
+            self._write([], [event], now, delivered)
+        self._digest_done = day
+        return errors
 
     def _sample_own_queue(self, now: datetime) -> None:
         if self.own_queue is None:

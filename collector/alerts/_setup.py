@@ -43,6 +43,7 @@ def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator
         notifiers_from(settings),
         EvaluatorConfig(error_rule=ErrorRateRule(slo=settings.slo)),
         own_queue=(COLLECTOR_PROJECT, spool_depth),
+        digest_hour_utc=settings.digest_hour_utc,
     )
     evaluator.start(timedelta(seconds=settings.evaluation_interval_s))
     return evaluator

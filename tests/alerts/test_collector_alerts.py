@@ -92,3 +92,11 @@ def test_alerts_test_command_reports_each_channel():
         assert bad.exit_code == 1 and "FAILED" in bad.output
     finally:
         receiver.stop()
+
+
+def test_digest_is_served_as_json_and_as_a_page(collector):
+    body = httpx.get(f"{collector.url}/api/v1/digest", params={"date": "2026-11-20"}).json()
+    assert body["day"] == "2026-11-20" and body["totals"]["spans"] == 0
+    page = httpx.get(f"{collector.url}/digest", params={"date": "2026-11-20"})
+    assert page.status_code == 200 and "Daily digest: default, 2026-11-20" in page.text
+    assert httpx.get(f"{collector.url}/api/v1/digest", params={"date": "yesterday"}).status_code == 400

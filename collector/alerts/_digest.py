@@ -1,0 +1,175 @@
+"""The daily digest: everything worth knowing that must not page, once a day.
+
+Latency percentiles and the slowest routes, top spenders, soft-failure rates by detector label,
+judge score moves (like for like: same judge model and rubric version), drift findings, each
+against the day before (judge scores against the week before). Sent through the alert channels
+as a non-paging message, and rendered as one HTML page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .._store import Store
+from ._model import Alert
+
+DIGEST = "DailyDigest"
+_env = Environment(loader=PackageLoader("infersight.collector.alerts", "templates"),
+                   autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+@dataclass
+class Digest:
+    """One project's day, with the day before beside it."""
+
+    project: str
+    day: date
+    totals: dict[str, Any]
+    previous: dict[str, Any]
+    slowest_routes: list[dict[str, Any]] = field(default_factory=list)
+    top_spenders: list[dict[str, Any]] = field(default_factory=list)
+    detector_rates: list[dict[str, Any]] = field(default_factory=list)
+    judge_moves: list[dict[str, Any]] = field(default_factory=list)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """The digest as a few plain lines, for chat channels."""
+        t, p = self.totals, self.previous
+        out = [
+            f"{self.project} on {self.day}: {t['spans']:,} calls ({_delta(t['spans'], p['spans'])}), "
+            f"error rate {t['error_rate']:.2%}, cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
+            f"p95 latency {_ms(t['p95_s'])}"
+        ]
+        if self.slowest_routes:
+            out.append("Slowest routes (p95): " + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
+        if self.top_spenders:
+            out.append("Top spenders: " + ", ".join(f"{r['tenant'] or '(none)'} ${r['cost_usd']:,.2f}" for r in self.top_spenders[:3]))
+        moved = [r for r in self.detector_rates if r["per_1k"] >= 2 * max(r["previous_per_1k"], 0.5)]
+        if moved:
+            out.append("Soft failures up: " + ", ".join(f"{r['label']} {r['per_1k']:.1f}/1k (was {r['previous_per_1k']:.1f})" for r in moved[:4]))
+        drops = [r for r in self.judge_moves if r["change"] is not None and r["change"] <= -0.25]
+        if drops:
+            out.append("Judge scores down: " + ", ".join(f"{r['route']} {r['rubric_id']} v{r['rubric_version']} {r['change']:+.2f}" for r in drops[:3]))
+        if self.drift:
+            out.append(f"Drift: {len(self.drift)} finding(s), e.g. {self.drift[0]['evidence'][:120]}")
+        return out
+
+    def html(self) -> str:
+        return _env.get_template("digest.html").render(d=self, ms=_ms, delta=_delta)
+
+    def as_alert(self, now: datetime) -> Alert:
+        """The digest as an informational alert for the channels (sent with ``paging=False``)."""
+        lines = self.lines()
+        return Alert(name=DIGEST, labels={"project": self.project}, summary=lines[0], since=now,
+                     details=" | ".join(lines[1:]), link=f"/digest?date={self.day.isoformat()}", severity="info")
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+
+def _delta(now: float, before: float) -> str:
+    if not before:
+        return "new" if now else "no change"
+    return f"{(now - before) / before:+.0%} vs the day before"
+
+
+def _window(day: date) -> tuple[int, int]:
+    start = datetime.combine(day, time(0), tzinfo=timezone.utc)
+    return int(start.timestamp() * 1e9), int((start + timedelta(days=1)).timestamp() * 1e9)
+
+
+_RANGE = "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})"
+
+
+def _totals(store: Store, project: str, day: date) -> dict[str, Any]:
+    start, end = _window(day)
+    (row,) = store.query(
+        "SELECT count() AS spans, countIf(status = 'error') AS errors, sum(ifNull(cost_usd, 0)) AS cost_usd,"
+        " quantiles(0.5, 0.95, 0.99)(duration_s) AS q FROM llm_spans WHERE " + _RANGE,
+        {"project": project, "start": start, "end": end},
+    )
+    spans = int(row["spans"])
+    q = row["q"] if spans else [None, None, None]
+    return {"spans": spans, "errors": int(row["errors"]), "error_rate": int(row["errors"]) / spans if spans else 0.0,
+            "cost_usd": float(row["cost_usd"]), "p50_s": q[0], "p95_s": q[1], "p99_s": q[2]}
+
+
+def _table_exists(store: Store, table: str) -> bool:
+    return bool(store.query("SELECT 1 AS ok FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+                            {"t": table}))
+
+
+def build_digest(store: Store, project: str, day: date) -> Digest:
+    """The digest of ``day`` (UTC) for ``project``."""
+    start, end = _window(day)
+    prev_start, _ = _window(day - timedelta(days=1))
+    params = {"project": project, "start": start, "end": end}
+    digest = Digest(project, day, _totals(store, project, day), _totals(store, project, day - timedelta(days=1)))
+    digest.slowest_routes = store.query(
+        "SELECT route, count() AS calls, quantile(0.95)(duration_s) AS p95_s FROM llm_spans WHERE " + _RANGE
+        + " AND operation NOT IN ('retrieval', 'rerank') GROUP BY route HAVING calls >= 5 ORDER BY p95_s DESC LIMIT 5",
+        params,
+    )
+    digest.top_spenders = store.query(
+        "SELECT tenant, sum(ifNull(cost_usd, 0)) AS cost_usd, count() AS calls FROM llm_spans WHERE " + _RANGE
+        + " GROUP BY tenant ORDER BY cost_usd DESC LIMIT 5",
+        params,
+    )
+    llm_calls = {"now": 0, "before": 0}
+    for key, (s, e) in (("now", (start, end)), ("before", (prev_start, start))):
+        (row,) = store.query(
+            "SELECT count() AS n FROM llm_spans WHERE project = {project:String} AND operation = 'chat'"
+            " AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})",
+            {"project": project, "start": s, "end": e},
+        )
+        llm_calls[key] = int(row["n"])
+    rates = store.query(
+        "SELECT label, countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS now,"
+        " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS before FROM detections"
+        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({prev:Int64})"
+        " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND detector NOT LIKE 'drift%' GROUP BY label ORDER BY now DESC",
+        {**params, "prev": prev_start},
+    )
+    digest.detector_rates = [
+        {"label": r["label"], "count": int(r["now"]),
+         "per_1k": 1000 * int(r["now"]) / max(llm_calls["now"], 1),
+         "previous_per_1k": 1000 * int(r["before"]) / max(llm_calls["before"], 1)}
+        for r in rates
+    ]
+    digest.drift = store.query(
+        "SELECT detector, label, route, evidence FROM detections WHERE " + _RANGE + " AND detector LIKE 'drift%'"
+        " ORDER BY ts DESC LIMIT 10",
+        params,
+    )
+    if _table_exists(store, "judge_scores"):
+        week_start, _ = _window(day - timedelta(days=7))
+        digest.judge_moves = [
+            {**r, "change": (r["mean_now"] - r["mean_before"]) if r["n_before"] and r["n_now"] else None}
+            for r in store.query(
+                "SELECT route, judge_model, rubric_id, rubric_version,"
+                " countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS n_now,"
+                " avgIf(score, ts >= fromUnixTimestamp64Nano({start:Int64})) AS mean_now,"
+                " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS n_before,"
+                " avgIf(score, ts < fromUnixTimestamp64Nano({start:Int64})) AS mean_before"
+                " FROM judge_scores WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({week:Int64})"
+                " AND ts < fromUnixTimestamp64Nano({end:Int64})"
+                " GROUP BY route, judge_model, rubric_id, rubric_version HAVING n_now > 0 ORDER BY route, rubric_id",
+                {**params, "week": week_start},
+            )
+        ]
+    return digest
+
+
+def projects_active(store: Store, day: date) -> list[str]:
+    start, end = _window(day)
+    rows = store.query(
+        "SELECT DISTINCT project FROM llm_spans WHERE ts >= fromUnixTimestamp64Nano({start:Int64})"
+        " AND ts < fromUnixTimestamp64Nano({end:Int64}) ORDER BY project",
+        {"start": start, "end": end},
+    )
+    return [r["project"] for r in rows]

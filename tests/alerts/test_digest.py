@@ -1,0 +1,67 @@
+"""The daily digest: the day's numbers against the day before, sent once, never paging."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+from infersight.collector._store import encode_rows
+from infersight.collector.alerts import WebhookNotifier
+from infersight.collector.alerts._digest import build_digest
+from infersight.collector.alerts._evaluator import Evaluator
+
+from .receiver import Receiver
+
+DAY = date(2026, 11, 20)
+
+
+def rows(project, day, n, *, cost, tenant="acme", route="support.answer", duration=0.5):
+    start = datetime(day.year, day.month, day.day, 9, tzinfo=timezone.utc)
+    return [
+        {"project": project, "ts": (start + timedelta(seconds=i)).strftime("%Y-%m-%d %H:%M:%S"), "service": "bot",
+         "tenant": tenant, "route": route, "model": "gpt-4o-mini", "operation": "chat", "cost_usd": cost,
+         "duration_s": duration, "status": "error" if i % 50 == 0 else "ok", "span_id": f"{project}-{day}-{i}"}
+        for i in range(n)
+    ]
+
+
+def test_digest_numbers_and_html(store):
+    project = "digest-numbers"
+    spans = rows(project, DAY, 200, cost=0.01) + rows(project, DAY, 20, cost=0.5, tenant="<i>bigco</i>", route="report", duration=4.0)
+    spans += rows(project, DAY - timedelta(days=1), 100, cost=0.01)
+    store.insert("llm_spans", encode_rows(spans))
+    store.insert("detections", encode_rows([
+        {"project": project, "ts": f"{DAY} 10:00:0{i}", "span_id": f"d{i}", "detector": "repetition",
+         "version": "1.0", "label": "repetition.loop", "score": 1.0, "evidence": "again again"} for i in range(4)
+    ]))
+    digest = build_digest(store, project, DAY)
+    assert digest.totals["spans"] == 220 and digest.previous["spans"] == 100
+    assert abs(digest.totals["cost_usd"] - 12.0) < 1e-9
+    assert digest.slowest_routes[0]["route"] == "report"
+    assert digest.top_spenders[0]["tenant"] == "<i>bigco</i>"
+    (loop,) = digest.detector_rates
+    assert (loop["label"], loop["count"]) == ("repetition.loop", 4)
+    assert abs(loop["per_1k"] - 1000 * 4 / 220) < 1e-9
+    lines = digest.lines()
+    assert lines[0].startswith(f"{project} on {DAY}: 220 calls (+120% vs the day before)")
+    html = digest.html()
+    assert "&lt;i&gt;bigco&lt;/i&gt;" in html and "<i>bigco" not in html
+    assert 'id="calls">220<' in html
+
+
+def test_digest_goes_out_once_a_day_without_paging(store):
+    project = "digest-send"
+    store.insert("llm_spans", encode_rows(rows(project, DAY, 30, cost=0.02)))
+    receiver = Receiver()
+    try:
+        notifier = WebhookNotifier(receiver.url + "/hook", external_url="http://dash")
+        morning = datetime(DAY.year, DAY.month, DAY.day, 8, 5, tzinfo=timezone.utc) + timedelta(days=1)
+        Evaluator(store, [notifier], digest_hour_utc=8).run_once(morning)
+        Evaluator(store, [notifier], digest_hour_utc=8).run_once(morning + timedelta(minutes=1))  # a restart
+        mine = [b for b in receiver.bodies("/hook") if b["alerts"][0]["labels"].get("project") == project]
+        assert len(mine) == 1
+        alert = mine[0]["alerts"][0]
+        assert alert["labels"]["alertname"] == "DailyDigest" and alert["labels"]["severity"] == "info"
+        assert alert["generatorURL"] == f"http://dash/digest?date={DAY.isoformat()}"
+        assert "30 calls" in alert["annotations"]["summary"]
+    finally:
+        receiver.stop()
