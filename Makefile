@@ -17,8 +17,16 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/infersight demo $(DEMO_ARGS)
 
-bench: $(STAMP)
-	$(PY) bench/run.py
+# The benchmarks compare against Langfuse and Traceloop, which configure OpenTelemetry their own
+# way: they get a venv of their own, never the test venv.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[collector,dev,bench]'
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .infersight build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .infersight build *.egg-info

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import ingest
+import peers
 import sdk_overhead
 import stream_overhead
 
@@ -120,7 +121,7 @@ def stages_sentence(costs: list[ingest.StageCost]) -> str:
 
 
 def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk_overhead.OverheadResult,
-           prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult],
+           prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult], peer_rows: list[dict],
            loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str) -> str:
     rows = "\n".join(f"| {k} | {v} |" for k, v in info)
     if isinstance(stages, str):
@@ -177,6 +178,16 @@ The target is under 2 µs per chunk.
 
 {stream_overhead.format_table(streams)}
 
+### Beside the peers (`bench/peers.py`)
+
+Langfuse and Traceloop each configure OpenTelemetry globally, so every tool runs in a process of
+its own, where the same bare function is timed under the tool's decorator and inside a hand-written
+span (5 attributes) in alternating rounds; the ratio to that span is what compares across
+processes. All export into a batch processor with a discarding exporter. Defaults everywhere: the
+infersight decorator also extracts usage, prices the call and captures the (empty) completion.
+
+{peers.format_table(peer_rows)}
+
 ## Collector ingest (`bench/ingest.py`)
 
 `infersight collector` as a child process with a fresh data directory; pre-encoded OTLP
@@ -216,6 +227,8 @@ def main() -> None:
     print(sdk_overhead.format_profile(prof), "\n", flush=True)
     streams = stream_overhead.run(args.quick)
     print(stream_overhead.format_table(streams), "\n", flush=True)
+    peer_rows = peers.run(args.quick)
+    print(peers.format_table(peer_rows), "\n", flush=True)
     print("Collector ingest ...", flush=True)
     loads = ingest.run(args.quick)
     print(ingest.format_table(loads), "\n", flush=True)
@@ -226,7 +239,7 @@ def main() -> None:
     print(stages if isinstance(stages, str) else ingest.format_stages(stages), "\n", flush=True)
 
     if output is not None:
-        output.write_text(render(command, args.quick, info, overhead, prof, streams, loads, stages))
+        output.write_text(render(command, args.quick, info, overhead, prof, streams, peer_rows, loads, stages))
         print(f"wrote {output}")
     print(f"total {time.monotonic() - started:.0f} s")
 
