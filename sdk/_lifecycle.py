@@ -83,49 +83,35 @@ class Call:
         self.token = None
 
     def end_result(self, result: Any) -> None:
-        self.detach()
-        if self.ended:
-            return
-        self.ended = True
-        try:
-            if self.span.is_recording():
-                self.spec.on_result(self, result)
-        except Exception as exc:
-            record_failure("result attributes", exc)
-        finally:
-            self.span.end()
-            self._record_metrics(None)
+        self._end(lambda: self.spec.on_result(self, result), None, "result attributes")
 
     def end_stream(self, stats: StreamStats, error: BaseException | None, aborted: bool) -> None:
         """End after a stream: exhausted (``aborted=False``), failed, or closed/abandoned early."""
-        self.detach()
-        if self.ended:
-            return
-        self.ended = True
-        try:
-            if self.span.is_recording():
-                if aborted:
-                    self.span.set_attribute(_attrs.STREAM_ABORTED, True)
-                if error is not None:
-                    _record_error(self.span, error)
-                if self.spec.on_stream is not None:
-                    self.spec.on_stream(self, stats)
-        except Exception as exc:
-            record_failure("stream attributes", exc)
-        finally:
-            self.span.end()
-            self._record_metrics(error)
+
+        def record() -> None:
+            if aborted:
+                self.span.set_attribute(_attrs.STREAM_ABORTED, True)
+            if error is not None:
+                _record_error(self.span, error)
+            if self.spec.on_stream is not None:
+                self.spec.on_stream(self, stats)
+
+        self._end(record, error, "stream attributes")
 
     def end_error(self, error: BaseException) -> None:
+        self._end(lambda: _record_error(self.span, error), error, "error attributes")
+
+    def _end(self, record: Callable[[], None], error: BaseException | None, what: str) -> None:
+        """The one way a call ends: detach, record (if sampled), end the span, count metrics. Once."""
         self.detach()
         if self.ended:
             return
         self.ended = True
         try:
             if self.span.is_recording():
-                _record_error(self.span, error)
+                record()
         except Exception as exc:
-            record_failure("error attributes", exc)
+            record_failure(what, exc)
         finally:
             self.span.end()
             self._record_metrics(error)
