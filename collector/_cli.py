@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from infersight.dashboards._cli import report_cli
 from infersight.judges._cli import background_options, judge_settings
 from infersight.judges._cli import judge as judge_cli
 
@@ -74,6 +75,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
 
 
 main.add_command(alerts_cli)
+main.add_command(report_cli)
 main.add_command(judge_cli)
 
 

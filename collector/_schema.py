@@ -13,7 +13,7 @@ from importlib import resources
 
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.MULTILINE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+)", re.MULTILINE)
-_DROP_VIEW = re.compile(r"^DROP VIEW IF EXISTS (\w+)$")
+_DROP = re.compile(r"^DROP (VIEW|TABLE) IF EXISTS (\w+)$")
 _ENGINE = re.compile(r"ENGINE = (\w*MergeTree)\(([^)]*)\)")
 _FROM = re.compile(r"\bFROM (\w+)")
 
@@ -55,8 +55,11 @@ def cluster_statements(cluster: str, database: str) -> list[str]:
             head = f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} {on} TO {target}_local"
             body = statement.replace(m.group(0), head, 1)
             out.append(_FROM.sub(lambda f: f"FROM {f.group(1)}_local" if f.group(1) in tables else f.group(0), body))
-        elif (m := _DROP_VIEW.match(statement)) is not None:
-            out.append(f"DROP VIEW IF EXISTS {m.group(1)} {on}")
+        elif (m := _DROP.match(statement)) is not None:
+            kind, name = m.group(1), m.group(2)
+            out.append(f"DROP {kind} IF EXISTS {name} {on}")
+            if kind == "TABLE":
+                out.append(f"DROP TABLE IF EXISTS {name}_local {on}")
         else:
             raise ValueError(f"no cluster form for this statement: {statement[:80]!r}")
     return out

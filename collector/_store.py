@@ -110,9 +110,11 @@ class ChdbStore:
                 raise StoreError(f"insert into {table} failed: {exc}") from exc
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        text = {name for name, kind in _PLACEHOLDER.findall(sql) if _SCALAR_STRING.match(kind)}
+        bound = {k: _escaped(v) if k in text and isinstance(v, str) else v for k, v in (params or {}).items()}
         with self._lock:
             try:
-                result = self._session.query(sql, "JSONEachRow", params=dict(params or {}))
+                result = self._session.query(sql, "JSONEachRow", params=bound)
             except Exception as exc:
                 raise StoreError(f"query failed: {exc}") from exc
         data = result.bytes()
@@ -122,6 +124,18 @@ class ChdbStore:
         with self._lock:
             self._session.close()
         self._lock_file.close()
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+):\s*([^}]+)\}")
+_SCALAR_STRING = re.compile(r"^(Nullable\()?(LowCardinality\()?String\)*$")
+
+
+def _escaped(value: str) -> str:
+    # ClickHouse reads the text of a String query parameter with TSV escaping: unescaped, "a\\tb"
+    # would arrive as a tab, "\\N" as NULL, and a real tab would fail the query. clickhouse-connect
+    # escapes for the server backend; chDB takes the text as it is, so it is escaped here, for
+    # every caller. Array literals are not: their own parser reads the quoting and escapes.
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _lock_data_dir(data_dir: Path) -> IO[str]:

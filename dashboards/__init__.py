@@ -1,7 +1,26 @@
-"""Server-rendered dashboards (jinja2, autoescaped, inline SVG, no JavaScript required)."""
+"""Server-rendered dashboards (jinja2, autoescaped, inline SVG, no JavaScript) and the weekly
+quality report (``infersight report weekly``).
+
+``router`` holds the pages (``/``, ``/latency``, ``/cost``, ``/quality``, ``/alerts``,
+``/traces``), the login form and their JSON twins under ``/api/v1``; the collector app includes
+it. It is imported on first use, so the CLI does not pay for FastAPI when it only writes a report.
+"""
 
 from __future__ import annotations
 
-from ._pages import router
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
 
 __all__ = ["router"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "router":
+        from ._pages import router
+
+        return router
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from infersight.collector._auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from infersight.collector._deps import AuthenticatorDep
 from infersight.collector._errors import Unauthorized
 
-from ._templates import env
+from ._render import html
 
 router = APIRouter()
 _FORM_MAX_BYTES = 8192
@@ -26,8 +26,7 @@ def _safe_next(target: str) -> str:
 
 
 def _login_page(next_path: str, error: str | None, status_code: int = 200) -> HTMLResponse:
-    html = env.get_template("login.html").render(next=next_path, error=error, project=None)
-    return HTMLResponse(html, status_code)
+    return html("login.html", status_code, pages=None, next=next_path, error=error, project=None)
 
 
 @router.get("/login", response_class=HTMLResponse)

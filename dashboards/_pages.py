@@ -1,22 +1,60 @@
-"""Dashboard pages, rendered on the server from the same queries as the JSON API."""
+"""Dashboard pages, rendered on the server from the same queries as the JSON API.
+
+Every page reads the session's project (a login with a project key, or the ``--no-auth``
+project) and takes the same filters: ``range`` from the menu and ``service``, ``route``,
+``tenant``, ``model``. Pages carry no JavaScript and are served with a Content-Security-Policy
+that forbids it, so text from spans can only ever be text.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from infersight.collector._deps import AuthenticatorDep, PageProjectDep, StoreDep
+from infersight.collector._errors import BadRequest
+from infersight.collector._queries import queues as queue_table
 from infersight.collector._queries import summary
+from infersight.collector._store import Store
 from infersight.collector._timerange import since_to_unix_ns
 
-from . import _login
-from ._templates import env
+from . import _api, _login
+from ._charts import waterfall
+from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
+from ._filters import DEFAULT_RANGE, DIMENSIONS, RANGES, View, check_value, view_from_range
+from ._quality import quality
+from ._queries import COST_BY, alerts, cost, latency, options, queue_series
+from ._render import html
+from ._traces import STATUSES, search, trace
 
 router = APIRouter()
 router.include_router(_login.router)
+router.include_router(_api.router)
 
-RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
+OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
+
+
+def page_view(request: Request) -> tuple[View, str | None]:
+    """The view a page's query string asks for; invalid filters are dropped with a message."""
+    query = request.query_params
+    range_key = query.get("range", DEFAULT_RANGE)
+    filters = {dim: query.get(dim) for dim in DIMENSIONS}
+    try:
+        return view_from_range(range_key, filters), None
+    except BadRequest as exc:
+        return view_from_range(range_key, {}), str(exc)
+
+
+def _context(page: str, project: str, auth: Any, view: View, error: str | None, **extra: Any) -> dict[str, Any]:
+    args = view.query_args()
+    return {
+        "page": page, "project": project, "logout": auth is not None, "view": view, "error": error,
+        "ranges": RANGES, "nav_qs": "?" + urlencode(args) if args else "", **extra,
+    }
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -24,11 +62,125 @@ async def overview(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, range: str = "1h"
 ) -> HTMLResponse:
     """Spans, error rate, cost per tenant and latency percentiles of the session's project."""
-    if range not in RANGES:
+    if range not in OVERVIEW_RANGES:
         range = "1h"
     data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
     max_cost = max((t["cost_usd"] for t in data["tenants"]), default=0.0) or 1.0
-    html = env.get_template("overview.html").render(
-        data=data, range=range, ranges=RANGES, max_cost=max_cost, project=project, logout=auth is not None
+    return html(
+        "overview.html", page="overview", data=data, range=range, ranges=OVERVIEW_RANGES, max_cost=max_cost,
+        project=project, logout=auth is not None,
     )
-    return HTMLResponse(html)
+
+
+def _with_options(store: Store, project: str, view: View, fn: Any, *args: Any) -> tuple[Any, dict[str, list[str]]]:
+    return fn(store, project, view, *args), options(store, project, view)
+
+
+@router.get("/latency", response_class=HTMLResponse)
+async def latency_page(
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, queue: str | None = None
+) -> HTMLResponse:
+    """TTFT split into queue wait and prefill, ITL, TPOT and end-to-end percentiles over time;
+    the slowest routes; retrieval and rerank next to generation; the reported queues."""
+    view, error = page_view(request)
+    try:
+        queue = check_value("queue", queue)
+    except BadRequest as exc:
+        queue, error = None, str(exc)
+
+    def load() -> tuple[Any, ...]:
+        data, opts = _with_options(store, project, view, latency)
+        queues = queue_table(store, project, view.start_ns)
+        if "service" in view.filters:
+            queues = [q for q in queues if q["service"] == view.filters["service"]]
+        depth = queue_series(store, project, view, queue) if queues else []
+        return data, opts, queues, depth
+
+    data, opts, queues, depth = await run_in_threadpool(load)
+    return html(
+        "latency.html", **_context("latency", project, auth, view, error), data=data, options=opts,
+        figures=latency_figures(data), queues=queues, queue=queue,
+        queue_chart=queue_figure(depth) if depth else None,
+    )
+
+
+@router.get("/cost", response_class=HTMLResponse)
+async def cost_page(
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, by: str = "tenant"
+) -> HTMLResponse:
+    """Spend per tenant, route and model over time; top spenders; cost per 1k calls; cost
+    loops and context stuffing found."""
+    view, error = page_view(request)
+    by = by if by in COST_BY else "tenant"
+    data, opts = await run_in_threadpool(_with_options, store, project, view, cost, by)
+    return html(
+        "cost.html", **_context("cost", project, auth, view, error), data=data, options=opts,
+        figures=cost_figures(data), by_choices=COST_BY,
+    )
+
+
+@router.get("/quality", response_class=HTMLResponse)
+async def quality_page(request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep) -> HTMLResponse:
+    """Soft-failure rates over time and per label, judge scores by week and app version (like
+    for like), and drift findings with their explanations."""
+    view, error = page_view(request)
+    data, opts = await run_in_threadpool(_with_options, store, project, view, quality)
+    return html(
+        "quality.html", **_context("quality", project, auth, view, error), data=data, options=opts,
+        figures=quality_figures(data),
+    )
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+async def alerts_page(request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep) -> HTMLResponse:
+    """Alerts firing now and their history, each linked to the view that explains it."""
+    view, error = page_view(request)
+    data, opts = await run_in_threadpool(_with_options, store, project, view, alerts)
+    return html("alerts.html", **_context("alerts", project, auth, view, error), data=data, options=opts)
+
+
+@router.get("/traces", response_class=HTMLResponse)
+async def traces_page(
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
+    status: str | None = None, label: str | None = None, q: str | None = None,
+) -> HTMLResponse:
+    """Trace search by tenant, route, status, detector label and text, newest first."""
+    view, error = page_view(request)
+    status = status if status in STATUSES else None
+    criteria = {"status": status, "label": label, "q": q}
+    try:
+        check_value("label", label)
+        check_value("q", q)
+    except BadRequest as exc:
+        criteria.update(label=None, q=None)
+        error = str(exc)
+
+    def load() -> tuple[Any, ...]:
+        found = search(store, project, view, status=status, label=criteria["label"], text=criteria["q"])
+        return found, options(store, project, view)
+
+    data, opts = await run_in_threadpool(load)
+    extra = {k: v for k, v in criteria.items() if v}
+    ctx = _context("traces", project, auth, view, error)
+    return html("traces.html", **ctx, data=data, options=opts, criteria=criteria, statuses=STATUSES,
+                search_qs=urlencode({**view.query_args(), **extra}))
+
+
+@router.get("/traces/{trace_id}", response_class=HTMLResponse)
+async def trace_page(
+    request: Request, trace_id: str, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
+    at: int | None = None,
+) -> HTMLResponse:
+    """One trace as a waterfall; each LLM call with its queue wait, prefill and decode, prompt,
+    output, detections and judge scores."""
+    view, _ = page_view(request)
+    ctx = _context("traces", project, auth, view, None)
+    try:
+        data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))
+    except BadRequest as exc:
+        return html("trace.html", 404, **{**ctx, "error": str(exc)}, data=None, trace_id=trace_id)
+    if data is None:
+        ctx["error"] = "No such trace in this project."
+        return html("trace.html", 404, **ctx, data=None, trace_id=trace_id)
+    return html("trace.html", **ctx, data=data, trace_id=trace_id,
+                chart=waterfall(data["spans"], data["duration_s"]))

@@ -1,17 +1,114 @@
--- Rollups for dashboard speed (infersight.dashboards): GenAI spans pre-aggregated per minute and
--- per hour and per (service, version, operation, route, tenant, model). Dashboards read whole
--- hours from llm_rollup_1h and the partial hours at a range's edges from llm_rollup_1m, with
--- sum() and the -Merge combinators (never FINAL). Percentile states are t-digests of the levels
--- below; a query must name exactly these levels.
+-- Dashboard speed (infersight.dashboards). Pages read whole hours from the hourly rollups and only
+-- the partial hours at a range's edges from llm_spans, adding both up (never FINAL).
 --
--- Two feeders per table. The first reads llm_spans, so the attribute mapping (GenAI names,
--- OpenInference, ...) lives in one place. The second adds what llm_spans has no column for,
--- prefill time and rerank candidate counts; only the infersight SDK sets those attributes, and
--- it sets the GenAI names, so the simple mapping there yields the same keys as llm_spans.
--- Both targets deduplicate a retried insert like llm_spans does.
-CREATE TABLE IF NOT EXISTS llm_rollup_1m (
+-- Latencies are kept as log-scale histograms, Map(bucket, calls), summed with sumMap: merging
+-- hours is then an addition, where t-digest states took ~8 us each to merge. Bucket 0 holds
+-- zero; bucket i >= 1 holds values within 4.4% of 1e-4 * 2^((i - 1) / 8) seconds (0.1 ms to
+-- ~100 h, clamped). dashboards/_rollup.py computes the same buckets from raw spans and reads
+-- percentiles off the summed histogram.
+--
+-- llm_span_extras holds what llm_spans has no column for: prefill time and rerank candidate
+-- counts. Only the infersight SDK sets those attributes, and it also sets the GenAI names, so the
+-- simple mapping below yields the same keys as llm_spans' mapping does.
+-- Every target deduplicates a retried insert, as llm_spans does.
+-- An earlier draft of this file (t-digest states, a per-minute rollup) may exist in a data dir.
+DROP VIEW IF EXISTS llm_rollup_1m_mv;
+DROP VIEW IF EXISTS llm_rollup_1h_mv;
+DROP VIEW IF EXISTS llm_rollup_1m_sdk_mv;
+DROP VIEW IF EXISTS llm_rollup_1h_sdk_mv;
+DROP TABLE IF EXISTS llm_rollup_1m;
+DROP TABLE IF EXISTS llm_rollup_1h;
+
+CREATE TABLE IF NOT EXISTS llm_span_extras (
     project LowCardinality(String),
-    period DateTime('UTC'),  -- the start of the minute (llm_rollup_1m) or hour (llm_rollup_1h)
+    ts DateTime64(9),
+    service LowCardinality(String),
+    service_version LowCardinality(String),
+    operation LowCardinality(String),
+    route LowCardinality(String),
+    tenant LowCardinality(String),
+    model LowCardinality(String),
+    prefill_s Nullable(Float64),
+    rerank_candidates UInt64
+) ENGINE = MergeTree()
+PARTITION BY toDate(ts)
+ORDER BY (project, ts)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_span_extras_mv TO llm_span_extras AS
+SELECT
+    ResourceAttributes['infersight.project'] AS project,
+    Timestamp AS ts,
+    ServiceName AS service,
+    ResourceAttributes['service.version'] AS service_version,
+    SpanAttributes['gen_ai.operation.name'] AS operation,
+    SpanAttributes['infersight.route'] AS route,
+    SpanAttributes['infersight.tenant.id'] AS tenant,
+    if(SpanAttributes['gen_ai.response.model'] != '', SpanAttributes['gen_ai.response.model'], SpanAttributes['gen_ai.request.model']) AS model,
+    toFloat64OrNull(SpanAttributes['infersight.prefill_s']) AS prefill_s,
+    toUInt64OrZero(SpanAttributes['infersight.rerank.candidates']) AS rerank_candidates
+FROM otel_traces
+WHERE SpanAttributes['gen_ai.operation.name'] != ''
+    AND (SpanAttributes['infersight.prefill_s'] != '' OR SpanAttributes['infersight.rerank.candidates'] != '');
+
+-- Per hour without tenant: small enough to read a month of it in a few milliseconds.
+CREATE TABLE IF NOT EXISTS llm_hourly (
+    project LowCardinality(String),
+    period DateTime('UTC'),
+    service LowCardinality(String),
+    service_version LowCardinality(String),
+    operation LowCardinality(String),
+    route LowCardinality(String),
+    model LowCardinality(String),
+    requests SimpleAggregateFunction(sum, UInt64),
+    errors SimpleAggregateFunction(sum, UInt64),
+    transient_errors SimpleAggregateFunction(sum, UInt64),
+    input_tokens SimpleAggregateFunction(sum, UInt64),
+    output_tokens SimpleAggregateFunction(sum, UInt64),
+    cost_usd SimpleAggregateFunction(sum, Float64),
+    rerank_candidates SimpleAggregateFunction(sum, UInt64),
+    duration_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    ttft_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    queue_wait_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    prefill_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    itl_p50_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    itl_p95_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    tpot_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64))
+) ENGINE = AggregatingMergeTree()
+PARTITION BY toYYYYMM(period)
+ORDER BY (project, period, service, service_version, operation, route, model)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv TO llm_hourly AS
+SELECT
+    project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, model,
+    count() AS requests,
+    countIf(status = 'error') AS errors,
+    countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(ifNull(cost_usd, 0)) AS cost_usd,
+    sumMapIf(map(toUInt8(if(ifNull(duration_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(duration_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), duration_s IS NOT NULL) AS duration_s,
+    sumMapIf(map(toUInt8(if(ifNull(ttft_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(ttft_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), ttft_s IS NOT NULL) AS ttft_s,
+    sumMapIf(map(toUInt8(if(ifNull(queue_wait_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(queue_wait_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), queue_wait_s IS NOT NULL) AS queue_wait_s,
+    sumMapIf(map(toUInt8(if(ifNull(itl_p50_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p50_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p50_s IS NOT NULL) AS itl_p50_s,
+    sumMapIf(map(toUInt8(if(ifNull(itl_p95_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p95_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p95_s IS NOT NULL) AS itl_p95_s,
+    sumMapIf(map(toUInt8(if(ifNull(tpot_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(tpot_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), tpot_s IS NOT NULL) AS tpot_s
+FROM llm_spans
+GROUP BY project, period, service, service_version, operation, route, model;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_extras_mv TO llm_hourly AS
+SELECT
+    project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, model,
+    sum(rerank_candidates) AS rerank_candidates,
+    sumMapIf(map(toUInt8(if(ifNull(prefill_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(prefill_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), prefill_s IS NOT NULL) AS prefill_s
+FROM llm_span_extras
+GROUP BY project, period, service, service_version, operation, route, model;
+
+-- Per hour and tenant (tenants can number in the thousands): read when a view is per tenant.
+CREATE TABLE IF NOT EXISTS llm_tenant_hourly (
+    project LowCardinality(String),
+    period DateTime('UTC'),
     service LowCardinality(String),
     service_version LowCardinality(String),
     operation LowCardinality(String),
@@ -25,94 +122,40 @@ CREATE TABLE IF NOT EXISTS llm_rollup_1m (
     output_tokens SimpleAggregateFunction(sum, UInt64),
     cost_usd SimpleAggregateFunction(sum, Float64),
     rerank_candidates SimpleAggregateFunction(sum, UInt64),
-    duration_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Float64),
-    ttft_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64)),
-    queue_wait_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64)),
-    prefill_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64)),
-    itl_p50_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64)),
-    itl_p95_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64)),
-    tpot_s AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99, 0.999), Nullable(Float64))
+    duration_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    ttft_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    queue_wait_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    prefill_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    itl_p50_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    itl_p95_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64)),
+    tpot_s SimpleAggregateFunction(sumMap, Map(UInt8, UInt64))
 ) ENGINE = AggregatingMergeTree()
-PARTITION BY toDate(period)
-ORDER BY (project, period, service, service_version, operation, route, tenant, model)
--- Ranges older than 30 days start on a whole hour, so they never need minutes this old.
-TTL period + INTERVAL 35 DAY
-SETTINGS non_replicated_deduplication_window = 1000;
-
-CREATE TABLE IF NOT EXISTS llm_rollup_1h AS llm_rollup_1m
-ENGINE = AggregatingMergeTree()
 PARTITION BY toYYYYMM(period)
-ORDER BY (project, period, service, service_version, operation, route, tenant, model)
+ORDER BY (project, period, tenant, service, service_version, operation, route, model)
 SETTINGS non_replicated_deduplication_window = 1000;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_rollup_1m_mv TO llm_rollup_1m AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_mv TO llm_tenant_hourly AS
 SELECT
-    project, toStartOfMinute(toDateTime(ts, 'UTC')) AS period,
-    service, service_version, operation, route, tenant, model,
+    project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, tenant, model,
     count() AS requests,
     countIf(status = 'error') AS errors,
     countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
     sum(input_tokens) AS input_tokens,
     sum(output_tokens) AS output_tokens,
     sum(ifNull(cost_usd, 0)) AS cost_usd,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(duration_s) AS duration_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(ttft_s) AS ttft_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(queue_wait_s) AS queue_wait_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(itl_p50_s) AS itl_p50_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(itl_p95_s) AS itl_p95_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(tpot_s) AS tpot_s
+    sumMapIf(map(toUInt8(if(ifNull(duration_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(duration_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), duration_s IS NOT NULL) AS duration_s,
+    sumMapIf(map(toUInt8(if(ifNull(ttft_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(ttft_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), ttft_s IS NOT NULL) AS ttft_s,
+    sumMapIf(map(toUInt8(if(ifNull(queue_wait_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(queue_wait_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), queue_wait_s IS NOT NULL) AS queue_wait_s,
+    sumMapIf(map(toUInt8(if(ifNull(itl_p50_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p50_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p50_s IS NOT NULL) AS itl_p50_s,
+    sumMapIf(map(toUInt8(if(ifNull(itl_p95_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p95_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p95_s IS NOT NULL) AS itl_p95_s,
+    sumMapIf(map(toUInt8(if(ifNull(tpot_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(tpot_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), tpot_s IS NOT NULL) AS tpot_s
 FROM llm_spans
 GROUP BY project, period, service, service_version, operation, route, tenant, model;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_rollup_1h_mv TO llm_rollup_1h AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_extras_mv TO llm_tenant_hourly AS
 SELECT
-    project, toStartOfHour(toDateTime(ts, 'UTC')) AS period,
-    service, service_version, operation, route, tenant, model,
-    count() AS requests,
-    countIf(status = 'error') AS errors,
-    countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
-    sum(ifNull(cost_usd, 0)) AS cost_usd,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(duration_s) AS duration_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(ttft_s) AS ttft_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(queue_wait_s) AS queue_wait_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(itl_p50_s) AS itl_p50_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(itl_p95_s) AS itl_p95_s,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(tpot_s) AS tpot_s
-FROM llm_spans
-GROUP BY project, period, service, service_version, operation, route, tenant, model;
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_rollup_1m_sdk_mv TO llm_rollup_1m AS
-SELECT
-    ResourceAttributes['infersight.project'] AS project,
-    toStartOfMinute(toDateTime(Timestamp, 'UTC')) AS period,
-    ServiceName AS service,
-    ResourceAttributes['service.version'] AS service_version,
-    SpanAttributes['gen_ai.operation.name'] AS operation,
-    SpanAttributes['infersight.route'] AS route,
-    SpanAttributes['infersight.tenant.id'] AS tenant,
-    if(SpanAttributes['gen_ai.response.model'] != '', SpanAttributes['gen_ai.response.model'], SpanAttributes['gen_ai.request.model']) AS model,
-    sum(toUInt64OrZero(SpanAttributes['infersight.rerank.candidates'])) AS rerank_candidates,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(toFloat64OrNull(SpanAttributes['infersight.prefill_s'])) AS prefill_s
-FROM otel_traces
-WHERE SpanAttributes['gen_ai.operation.name'] != ''
-    AND (SpanAttributes['infersight.prefill_s'] != '' OR SpanAttributes['infersight.rerank.candidates'] != '')
-GROUP BY project, period, service, service_version, operation, route, tenant, model;
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_rollup_1h_sdk_mv TO llm_rollup_1h AS
-SELECT
-    ResourceAttributes['infersight.project'] AS project,
-    toStartOfHour(toDateTime(Timestamp, 'UTC')) AS period,
-    ServiceName AS service,
-    ResourceAttributes['service.version'] AS service_version,
-    SpanAttributes['gen_ai.operation.name'] AS operation,
-    SpanAttributes['infersight.route'] AS route,
-    SpanAttributes['infersight.tenant.id'] AS tenant,
-    if(SpanAttributes['gen_ai.response.model'] != '', SpanAttributes['gen_ai.response.model'], SpanAttributes['gen_ai.request.model']) AS model,
-    sum(toUInt64OrZero(SpanAttributes['infersight.rerank.candidates'])) AS rerank_candidates,
-    quantilesTDigestState(0.5, 0.95, 0.99, 0.999)(toFloat64OrNull(SpanAttributes['infersight.prefill_s'])) AS prefill_s
-FROM otel_traces
-WHERE SpanAttributes['gen_ai.operation.name'] != ''
-    AND (SpanAttributes['infersight.prefill_s'] != '' OR SpanAttributes['infersight.rerank.candidates'] != '')
+    project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, tenant, model,
+    sum(rerank_candidates) AS rerank_candidates,
+    sumMapIf(map(toUInt8(if(ifNull(prefill_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(prefill_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), prefill_s IS NOT NULL) AS prefill_s
+FROM llm_span_extras
 GROUP BY project, period, service, service_version, operation, route, tenant, model;

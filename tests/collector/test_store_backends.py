@@ -135,3 +135,10 @@ def test_cluster_schema_is_replicated_with_distributed_tables_under_the_same_nam
     # every table the app reads or writes exists under its own name
     for table in ("otel_traces", "llm_spans", "detections", "queue_depth", "alerts", "alert_events"):
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER prod AS") for s in ddl), table
+
+
+def test_text_values_arrive_exactly_as_given(backend):
+    # ClickHouse reads parameter text with TSV escaping; the store must escape for its callers.
+    for value in ("a\tb", "a\\tb", "\\N", "back\\slash", "line\nbreak", "quote'd"):
+        (row,) = backend.query("SELECT {v:String} AS echoed, isNull({v:Nullable(String)}) AS null", {"v": value})
+        assert (row["echoed"], row["null"]) == (value, 0), value

@@ -1,0 +1,90 @@
+"""``GET /api/v1/{latency,cost,quality,traces}``: each dashboard page's numbers as JSON.
+
+Same functions, same views as the pages (``since`` instead of the page's ``range``; a
+``since`` that is on the page menu gives exactly the page's window), scoped to the project of
+the caller's API key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.concurrency import run_in_threadpool
+
+from infersight.collector._deps import ApiProjectDep, StoreDep
+from infersight.collector._errors import BadRequest
+
+from ._filters import View, view_from_since
+from ._quality import quality as quality_data
+from ._queries import COST_BY, cost as cost_data, latency as latency_data
+from ._traces import search, trace
+
+router = APIRouter(prefix="/api/v1")
+
+
+def _view(since: str, service: str | None, route: str | None, tenant: str | None, model: str | None) -> View:
+    try:
+        return view_from_since(since, {"service": service, "route": route, "tenant": tenant, "model": model})
+    except BadRequest as exc:
+        raise HTTPException(400, str(exc)) from exc
+
+
+@router.get("/latency")
+async def latency(
+    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
+) -> dict[str, Any]:
+    """LLM latency anatomy (percentiles of duration, TTFT, queue wait, prefill, ITL, TPOT),
+    overall and per chart bucket; the slowest routes; retrieval and rerank steps."""
+    view = _view(since, service, route, tenant, model)
+    return await run_in_threadpool(latency_data, store, project, view)
+
+
+@router.get("/cost")
+async def cost(
+    store: StoreDep, project: ApiProjectDep, since: str = "24h", by: str = Query("tenant", pattern="^(tenant|route|model)$"),
+    service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
+) -> dict[str, Any]:
+    """Spend totals; per tenant, route and model; over time per ``by``; top users; cost findings."""
+    view = _view(since, service, route, tenant, model)
+    return await run_in_threadpool(cost_data, store, project, view, by if by in COST_BY else "tenant")
+
+
+@router.get("/quality")
+async def quality(
+    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
+) -> dict[str, Any]:
+    """Soft-failure rates per detector and label, judge trends (like for like), drift findings."""
+    view = _view(since, service, route, tenant, model)
+    return await run_in_threadpool(quality_data, store, project, view)
+
+
+@router.get("/traces")
+async def traces(
+    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
+    status: str | None = None, label: str | None = None, q: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+) -> dict[str, Any]:
+    """The newest traces matching every filter (``status``, detection ``label``, text ``q``)."""
+    view = _view(since, service, route, tenant, model)
+    try:
+        return await run_in_threadpool(
+            lambda: search(store, project, view, status=status, label=label, text=q, limit=limit)
+        )
+    except BadRequest as exc:
+        raise HTTPException(400, str(exc)) from exc
+
+
+@router.get("/traces/{trace_id}")
+async def one_trace(store: StoreDep, project: ApiProjectDep, trace_id: str, at: int | None = None) -> dict[str, Any]:
+    """Every span of one trace with its latency segments, content, detections and judge scores."""
+    try:
+        data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))
+    except BadRequest as exc:
+        raise HTTPException(404, str(exc)) from exc
+    if data is None:
+        raise HTTPException(404, "no such trace in this project")
+    return data

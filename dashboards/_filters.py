@@ -1,0 +1,166 @@
+"""What a dashboard view shows: a time window and optional service/route/tenant/model filters.
+
+Pages and the JSON API build the same :class:`View` from their query parameters, so both run
+the same queries. Filter values are validated here and only ever reach SQL as bound
+``{name:Type}`` parameters.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import unicodedata
+from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from typing import Any
+
+from infersight.collector._errors import BadRequest
+from infersight.collector._timerange import since_to_unix_ns
+
+NS = 1_000_000_000
+HOUR_NS = 3600 * NS
+DIMENSIONS = ("service", "route", "tenant", "model")
+FILTER_MAX_CHARS = 256
+
+# The page menu: look-back -> (label, chart bucket in seconds). Buckets of an hour or more let
+# queries read the hourly rollups; shorter ones read llm_spans.
+RANGES: dict[str, tuple[str, int]] = {
+    "1h": ("last hour", 60),
+    "6h": ("last 6 hours", 300),
+    "24h": ("last day", 3600),
+    "7d": ("last week", 3 * 3600),
+    "30d": ("last 30 days", 12 * 3600),
+}
+DEFAULT_RANGE = "24h"
+_MAX_POINTS = 240
+
+
+@dataclass(frozen=True)
+class View:
+    """A time window ``[start_ns, end_ns)`` (Unix nanoseconds) plus equality filters.
+
+    Attributes:
+        start_ns, end_ns: the window.
+        bucket_s: the width of one point in charts over time.
+        filters: dimension -> value; a dimension absent from it is not filtered.
+        range_key: the page menu entry this window came from, if any (for links).
+    """
+
+    start_ns: int
+    end_ns: int
+    bucket_s: int
+    filters: dict[str, str] = field(default_factory=dict)
+    range_key: str | None = None
+
+    @property
+    def hours(self) -> tuple[int, int]:
+        """The whole hours inside the window, as Unix seconds ``[h0, h1)``; h0 >= h1 when none."""
+        h0 = -(-self.start_ns // HOUR_NS) * 3600
+        h1 = self.end_ns // HOUR_NS * 3600
+        return h0, h1
+
+    @property
+    def span_s(self) -> float:
+        return (self.end_ns - self.start_ns) / NS
+
+    def with_filters(self, **changes: str | None) -> View:
+        filters = dict(self.filters)
+        for key, value in changes.items():
+            if value:
+                filters[key] = value
+            else:
+                filters.pop(key, None)
+        return replace(self, filters=filters)
+
+    def query_args(self) -> dict[str, str]:
+        """The page query string that reproduces this view (for links between pages)."""
+        args = {"range": self.range_key} if self.range_key else {}
+        args.update({k: v for k, v in self.filters.items() if k in DIMENSIONS})
+        return args
+
+
+def check_value(name: str, value: str | None) -> str | None:
+    """A filter value as given, or ``None`` when empty; :class:`BadRequest` when unusable.
+
+    Any printable text is fine (quotes, SQL, any script): values are bound, never formatted
+    into SQL. Control characters and overly long values are refused.
+    """
+    if value is None or value == "":
+        return None
+    if len(value) > FILTER_MAX_CHARS:
+        raise BadRequest(f"The '{name}' filter must be at most {FILTER_MAX_CHARS} characters; got {len(value)}.")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise BadRequest(f"The '{name}' filter must not contain control characters; got {value!r}.")
+    return value
+
+
+def bucket_for(span_s: float) -> int:
+    """A chart bucket giving at most ~240 points; a whole number of hours past two days."""
+    for bucket in (60, 300, 900, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400):
+        if span_s / bucket <= _MAX_POINTS and (bucket >= 3600 or span_s <= 2 * 86400):
+            return bucket
+    return 7 * 86400
+
+
+def view_from_range(range_key: str, filters: dict[str, str | None], *, now_ns: int | None = None) -> View:
+    """The view of a page: ``range_key`` from :data:`RANGES` (else the default) up to now."""
+    if range_key not in RANGES:
+        range_key = DEFAULT_RANGE
+    end = time.time_ns() if now_ns is None else now_ns
+    start = since_to_unix_ns(range_key, now_s=end / NS)
+    return View(start, end, RANGES[range_key][1], _checked(filters), range_key)
+
+
+def view_from_since(since: str, filters: dict[str, str | None], *, now_ns: int | None = None) -> View:
+    """The view of an API call: ``since`` as the read API takes it (``24h``, ISO time) up to now.
+
+    A look-back that is on the page menu gives exactly the page's view.
+    """
+    if since.strip() in RANGES:
+        return view_from_range(since.strip(), filters, now_ns=now_ns)
+    end = time.time_ns() if now_ns is None else now_ns
+    start = since_to_unix_ns(since, now_s=end / NS)
+    if start >= end:
+        raise BadRequest(f"'since' must be in the past; got {since!r}")
+    return View(start, end, bucket_for((end - start) / NS), _checked(filters))
+
+
+def view_between(start_ns: int, end_ns: int, bucket_s: int, filters: dict[str, str | None] | None = None) -> View:
+    """A fixed window (the weekly report)."""
+    return View(start_ns, end_ns, bucket_s, _checked(filters or {}))
+
+
+def _checked(filters: dict[str, str | None]) -> dict[str, str]:
+    out = {}
+    for name, value in filters.items():
+        checked = check_value(name, value)
+        if checked is not None:
+            out[name] = checked
+    return out
+
+
+def where(view: View, params: dict[str, Any], *, dims: tuple[str, ...] = DIMENSIONS, prefix: str = "") -> str:
+    """``AND column = {f_column:String}`` for each filter in ``dims``, binding the values into ``params``."""
+    clauses = []
+    for dim in dims:
+        if dim in view.filters:
+            params[f"f_{dim}"] = view.filters[dim]
+            clauses.append(f" AND {prefix}{dim} = {{f_{dim}:String}}")
+    return "".join(clauses)
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` for null, NaN and infinities."""
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def array_param(values: Iterable[str]) -> str:
+    """``values`` as the text of an ``Array(String)`` query parameter (the store binds text).
+
+    ClickHouse parses it as a value, never as SQL; quotes and backslashes are escaped.
+    """
+    escaped = (v.replace("\\", "\\\\").replace("'", "\\'") for v in values)
+    return "[" + ",".join(f"'{v}'" for v in escaped) + "]"

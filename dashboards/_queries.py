@@ -1,0 +1,255 @@
+"""The numbers behind the Latency and Cost pages (and their JSON API), one function per page.
+
+Every function takes the store, the caller's project and a :class:`View`, blocks on the store,
+and returns plain JSON-able data; pages render exactly what the API returns.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from infersight.collector._store import Store
+
+from ._filters import NS, View, array_param, where
+from ._rollup import aggregate, merge, percentiles
+
+# GenAI operations that are model calls (retrieval and rerank are the steps around them).
+LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
+STEP_OPERATIONS = ("retrieval", "rerank")
+LATENCY_MEASURES = ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "itl_p50_s", "itl_p95_s", "tpot_s")
+SUMS = ("requests", "errors", "rerank_candidates")
+SPEND_MEASURES = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")
+COST_BY = ("tenant", "route", "model")
+# Detectors that find money burnt (issue 5): repeated prompts, whole documents in the context.
+COST_DETECTORS = ("cost_loop", "context_stuffing", "cost")
+_TOP_SERIES = 8
+OPTIONS_MAX = 200
+
+
+def window(view: View) -> dict[str, Any]:
+    """The view's window and filters, as the API reports them."""
+    return {
+        "start": _iso(view.start_ns),
+        "end": _iso(view.end_ns),
+        "bucket_s": view.bucket_s,
+        "filters": dict(view.filters),
+    }
+
+
+def _iso(unix_ns: int) -> str:
+    return datetime.fromtimestamp(unix_ns / NS, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _rate(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _combine(rows: list[dict[str, Any]], sums: tuple[str, ...], latencies: tuple[str, ...]) -> dict[str, Any]:
+    """Rows of :func:`aggregate` (``histograms=True``) added up, latencies as percentiles."""
+    out: dict[str, Any] = {m: sum(row[m] for row in rows) for m in sums}
+    out.update({m: percentiles(merge(row[m] for row in rows)) for m in latencies})
+    return out
+
+
+def latency(store: Store, project: str, view: View) -> dict[str, Any]:
+    """Latency anatomy of LLM calls over the view, and the steps around them.
+
+    Returns ``totals`` (calls, errors and p50/p95/p99/p999 of end-to-end duration, TTFT, queue
+    wait, prefill, per-call ITL p50 and p95, TPOT), ``series`` (the same per chart bucket),
+    ``routes`` (the slowest routes by p95 duration, with the p50 of their retrieval, rerank and
+    generation steps) and ``steps`` (per operation, with rerank candidate counts).
+    """
+    series = aggregate(
+        store, project, view, ("bucket",), ("requests", *LATENCY_MEASURES), match={"operation": LLM_OPERATIONS}
+    )
+    cells = aggregate(
+        store, project, view, ("route", "operation"), (*SUMS, *LATENCY_MEASURES), histograms=True
+    )
+    llm_cells = [c for c in cells if c["operation"] in LLM_OPERATIONS]
+    totals = _combine(llm_cells, SUMS, LATENCY_MEASURES)
+    totals["error_rate"] = _rate(totals["errors"], totals["requests"])
+
+    routes = []
+    for route in sorted({c["route"] for c in cells}):
+        mine = [c for c in cells if c["route"] == route]
+        llm = [c for c in mine if c["operation"] in LLM_OPERATIONS]
+        steps = {
+            op: _combine([c for c in mine if c["operation"] == op], SUMS, ("duration_s",))
+            for op in sorted({c["operation"] for c in mine})
+        }
+        if not llm:
+            continue
+        row = {"route": route, **_combine(llm, SUMS, ("duration_s", "ttft_s", "queue_wait_s")), "steps": steps}
+        row["error_rate"] = _rate(row["errors"], row["requests"])
+        routes.append(row)
+    routes.sort(key=lambda r: (-(r["duration_s"]["p95"] or 0.0), r["route"]))
+
+    steps = []
+    operations = sorted({c["operation"] for c in cells}, key=lambda op: (op not in LLM_OPERATIONS, op))
+    for op in operations:
+        row = _combine([c for c in cells if c["operation"] == op], SUMS, ("duration_s",))
+        calls, candidates, p50 = row["requests"], row["rerank_candidates"], row["duration_s"]["p50"]
+        steps.append({
+            "operation": op, "requests": calls, "errors": row["errors"], "duration_s": row["duration_s"],
+            "candidates_per_call": candidates / calls if candidates and calls else None,
+            "s_per_candidate": p50 / (candidates / calls) if candidates and calls and p50 is not None else None,
+        })
+    return {
+        **window(view),
+        "totals": totals,
+        "series": series,
+        "routes": routes[:15],
+        "steps": steps,
+    }
+
+
+def queue_series(store: Store, project: str, view: View, queue: str | None) -> list[dict[str, Any]]:
+    """Depth and oldest-item age of the reported queues (``watch_queue``) per chart bucket.
+
+    One row per (queue, bucket): the largest depth and age sampled in the bucket. Only the
+    ``service`` filter applies; ``queue`` narrows to one queue.
+    """
+    params: dict[str, Any] = {
+        "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "bucket_s": view.bucket_s,
+        "queue": queue or "",
+    }
+    rows = store.query(
+        "SELECT service, queue, toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket_s:UInt32} SECOND)) AS bucket,"
+        " max(depth) AS depth, max(oldest_age_s) AS oldest_age_s FROM queue_depth"
+        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({start_ns:Int64})"
+        " AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+        " AND ({queue:String} = '' OR queue = {queue:String})"
+        f"{where(view, params, dims=('service',))}"
+        " GROUP BY service, queue, bucket ORDER BY service, queue, bucket",
+        params,
+    )
+    return rows
+
+
+def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str, Any]:
+    """Spend over the view: totals, per ``by`` (tenant, route or model) over time, the top
+    tenants, routes, models and users, and the cost loops and context stuffing found.
+
+    Spend counts every GenAI span; ``requests`` counts LLM calls (not the retrieval and rerank
+    steps), and ``cost_per_1k`` is dollars per 1,000 of them.
+    """
+    if by not in COST_BY:
+        by = "tenant"
+    cells = aggregate(store, project, view, (*COST_BY, "operation"), SPEND_MEASURES)
+    for cell in cells:
+        # Calls are LLM calls: the retrieval and rerank around them would dilute "per 1k calls".
+        if cell["operation"] in STEP_OPERATIONS:
+            cell["requests"] = cell["errors"] = 0
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for dim in COST_BY:
+        per: dict[str, dict[str, Any]] = {}
+        for cell in cells:
+            row = per.setdefault(cell[dim], {dim: cell[dim], **{m: 0 for m in SPEND_MEASURES}})
+            for m in SPEND_MEASURES:
+                row[m] += cell[m]
+        tables[dim] = [row for row in per.values() if row["requests"] or row["cost_usd"]]
+    totals = {m: sum(row[m] for row in cells) for m in SPEND_MEASURES}
+    totals["cost_per_1k"] = _rate(totals["cost_usd"], totals["requests"]) * 1000
+    for dim, rows in tables.items():
+        for row in rows:
+            row["name"] = row.pop(dim)
+            row["cost_per_1k"] = _rate(row["cost_usd"], row["requests"]) * 1000
+            row["share"] = _rate(row["cost_usd"], totals["cost_usd"])
+        rows.sort(key=lambda r: (-r["cost_usd"], -r["requests"], r["name"]))
+
+    top = [row["name"] for row in tables[by][:_TOP_SERIES]]
+    buckets: dict[int, dict[str, float]] = {}
+    for row in aggregate(store, project, view, ("bucket", by), ("cost_usd",)):
+        name = row[by] if row[by] in top else "(other)"
+        per = buckets.setdefault(row["bucket"], {})
+        per[name] = per.get(name, 0.0) + row["cost_usd"]
+    names = top + (["(other)"] if any("(other)" in b for b in buckets.values()) else [])
+    series = [{"bucket": b, "cost_usd": {n: buckets[b].get(n, 0.0) for n in names}} for b in sorted(buckets)]
+    return {
+        **window(view),
+        "by": by,
+        "totals": totals,
+        "series_names": names,
+        "series": series,
+        "tenants": tables["tenant"],
+        "routes": tables["route"],
+        "models": tables["model"],
+        "users": top_users(store, project, view),
+        "findings": cost_findings(store, project, view),
+    }
+
+
+def top_users(store: Store, project: str, view: View, limit: int = 10) -> list[dict[str, Any]]:
+    """The users (``infersight.user.id``) who spent most over the view, with their tenant."""
+    params: dict[str, Any] = {"project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit}
+    rows = store.query(
+        "SELECT user_id, any(tenant) AS user_tenant, count() AS requests, sum(ifNull(cost_usd, 0)) AS cost_usd"
+        " FROM llm_spans WHERE project = {project:String}"
+        " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+        f" AND user_id != ''{where(view, params)}"
+        " GROUP BY user_id ORDER BY cost_usd DESC, user_id LIMIT {limit:UInt32}",
+        params,
+    )
+    for row in rows:
+        row["tenant"] = row.pop("user_tenant")
+        row["requests"], row["cost_usd"] = int(row["requests"]), float(row["cost_usd"])
+    return rows
+
+
+def cost_findings(store: Store, project: str, view: View, limit: int = 50) -> list[dict[str, Any]]:
+    """Cost loops and context stuffing the detectors found over the view, newest first."""
+    return detections_of(store, project, view, COST_DETECTORS, limit)
+
+
+def detections_of(
+    store: Store, project: str, view: View, detectors: tuple[str, ...], limit: int
+) -> list[dict[str, Any]]:
+    """Detections by any of ``detectors`` (by detector name or label prefix), newest first."""
+    params: dict[str, Any] = {
+        "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit,
+        "detectors": array_param(detectors),
+    }
+    return store.query(
+        "SELECT toUnixTimestamp64Milli(ts) AS at_ms, trace_id, span_id, service, tenant, route, model, detector,"
+        " version, label, score, evidence FROM detections"
+        " WHERE project = {project:String}"
+        " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+        " AND (detector IN {detectors:Array(String)} OR splitByChar('.', label)[1] IN {detectors:Array(String)})"
+        f"{where(view, params)}"
+        " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
+        params,
+    )
+
+
+def options(store: Store, project: str, view: View) -> dict[str, list[str]]:
+    """The services, routes, tenants and models seen over the view (for the filter menus)."""
+    params = {"project": project, "h0": view.start_ns // NS // 3600 * 3600, "end_ns": view.end_ns,
+              "n": OPTIONS_MAX}
+    rows = store.query(
+        "SELECT groupUniqArray({n:UInt32})(service) AS service, groupUniqArray({n:UInt32})(route) AS route,"
+        " groupUniqArray({n:UInt32})(tenant) AS tenant, groupUniqArray({n:UInt32})(model) AS model"
+        " FROM llm_tenant_hourly WHERE project = {project:String}"
+        " AND period >= toDateTime({h0:UInt32}, 'UTC') AND period < fromUnixTimestamp64Nano({end_ns:Int64})",
+        params,
+    )
+    row = rows[0] if rows else {}
+    return {dim: sorted(v for v in row.get(dim, []) if v) for dim in ("service", "route", "tenant", "model")}
+
+
+def alerts(store: Store, project: str, view: View) -> dict[str, Any]:
+    """Firing alerts and the alert events of the view whose labels fit its filters: the rows
+    ``GET /api/v1/alerts`` returns, filtered."""
+    from infersight.collector.alerts import history
+
+    result = history(store, project, datetime.fromtimestamp(view.start_ns / NS, tz=timezone.utc))
+    end = datetime.fromtimestamp(view.end_ns / NS, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def fits(row: dict[str, Any]) -> bool:
+        labels = row.get("labels") or {}
+        return all(labels.get(dim) == value for dim, value in view.filters.items())
+
+    return {
+        "firing": [r for r in result["firing"] if fits(r)],
+        "history": [r for r in result["history"] if fits(r) and r["at"] < end],
+    }

@@ -1,0 +1,254 @@
+"""The weekly quality report: one self-contained HTML file (inline CSS and SVG, no external
+assets) with the week's numbers against the week before and the notable items of the week.
+
+It runs the dashboards' own queries over two fixed windows (ISO weeks, Monday 00:00 UTC), so
+its numbers are the pages' numbers for the same week.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from infersight.collector._store import Store
+
+from ._figures import cost_figures, latency_figures, quality_figures
+from ._filters import NS, View, view_between
+from ._quality import quality
+from ._queries import alerts, cost, latency
+from ._templates import env
+
+_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+DAY_S = 86400
+
+
+def parse_week(week: str | None, *, now: datetime | None = None) -> datetime:
+    """Monday 00:00 UTC of ISO week ``week`` (``2026-W48``), or of the last complete week.
+
+    Raises ValueError with the accepted form.
+    """
+    if week is None:
+        today = (now or datetime.now(timezone.utc)).date()
+        monday = today - timedelta(days=today.weekday() + 7)
+        return datetime(monday.year, monday.month, monday.day, tzinfo=timezone.utc)
+    match = _WEEK.match(week.strip())
+    try:
+        if match is None:
+            raise ValueError
+        day = datetime.fromisocalendar(int(match.group(1)), int(match.group(2)), 1)
+    except ValueError:
+        raise ValueError(f"The 'week' parameter must be an ISO week like 2026-W48; got {week!r}.") from None
+    return day.replace(tzinfo=timezone.utc)
+
+
+def _week_view(monday: datetime) -> View:
+    start = int(monday.timestamp()) * NS
+    return view_between(start, start + 7 * DAY_S * NS, DAY_S)
+
+
+def delta(current: float | None, previous: float | None, *, higher_is_better: bool = False) -> dict[str, Any]:
+    """How ``current`` compares with ``previous``: change, relative change and whether it is bad."""
+    if current is None or previous is None:
+        return {"change": None, "relative": None, "direction": "flat", "bad": False}
+    change = current - previous
+    relative = change / previous if previous else None
+    direction = "flat" if abs(change) < 1e-12 or (relative is not None and abs(relative) < 0.02) else (
+        "up" if change > 0 else "down")
+    bad = direction != "flat" and ((direction == "down") if higher_is_better else (direction == "up"))
+    return {"change": change, "relative": relative, "direction": direction, "bad": bad}
+
+
+@contextmanager
+def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
+    if not enabled:
+        yield lambda _step: None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="weekly report", unit="step", leave=False)
+    try:
+        def step(name: str) -> None:
+            bar.set_postfix_str(name)
+            bar.update(1)
+
+        yield step
+    finally:
+        bar.close()
+
+
+def weekly_data(store: Store, project: str, monday: datetime, *, progress: bool = False) -> dict[str, Any]:
+    """Everything the weekly report shows, for the week starting ``monday``. Blocks on the store."""
+    this_week, last_week = _week_view(monday), _week_view(monday - timedelta(days=7))
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("latency", lambda: latency(store, project, this_week)),
+        ("latency, week before", lambda: latency(store, project, last_week)),
+        ("cost", lambda: cost(store, project, this_week)),
+        ("cost, week before", lambda: cost(store, project, last_week)),
+        ("quality", lambda: quality(store, project, this_week)),
+        ("quality, week before", lambda: quality(store, project, last_week)),
+        ("alerts", lambda: alerts(store, project, this_week)),
+    ]
+    results: dict[str, Any] = {}
+    with _progress(progress, len(steps)) as step:
+        for name, run in steps:
+            results[name] = run()
+            step(name)
+    lat, lat_prev = results["latency"], results["latency, week before"]
+    spend, spend_prev = results["cost"], results["cost, week before"]
+    qual, qual_prev = results["quality"], results["quality, week before"]
+    fired = results["alerts"]
+    return {
+        "project": project,
+        "week": f"{monday.isocalendar()[0]}-W{monday.isocalendar()[1]:02d}",
+        "start": monday,
+        "end": monday + timedelta(days=7),
+        "generated": datetime.now(timezone.utc),
+        "latency": lat, "latency_prev": lat_prev,
+        "cost": spend, "cost_prev": spend_prev,
+        "quality": qual, "quality_prev": qual_prev,
+        "alerts": fired,
+        "headline": _headline(lat, lat_prev, spend, spend_prev, qual, qual_prev),
+        "tenants": _per_name(spend["tenants"], spend_prev["tenants"]),
+        "routes": _route_latency(lat["routes"], lat_prev["routes"]),
+        "detectors": _detectors(qual, qual_prev),
+        "notable": notable(lat, lat_prev, spend, spend_prev, qual, qual_prev, fired),
+    }
+
+
+def _headline(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict, qual_prev: dict) -> list[dict]:
+    t, tp = lat["totals"], lat_prev["totals"]
+    flagged = sum(d["spans"] for d in qual["detectors"])
+    flagged_prev = sum(d["spans"] for d in qual_prev["detectors"])
+    soft = flagged / qual["calls"] if qual["calls"] else None
+    soft_prev = flagged_prev / qual_prev["calls"] if qual_prev["calls"] else None
+    rows = [
+        ("LLM calls", t["requests"], tp["requests"], "count", None),
+        ("Error rate", t["error_rate"], tp["error_rate"], "pct", False),
+        ("Spend", spend["totals"]["cost_usd"], spend_prev["totals"]["cost_usd"], "usd", False),
+        ("Spend per 1k calls", spend["totals"]["cost_per_1k"], spend_prev["totals"]["cost_per_1k"], "usd", False),
+        ("Latency p50", t["duration_s"]["p50"], tp["duration_s"]["p50"], "ms", False),
+        ("Latency p95", t["duration_s"]["p95"], tp["duration_s"]["p95"], "ms", False),
+        ("Latency p99", t["duration_s"]["p99"], tp["duration_s"]["p99"], "ms", False),
+        ("TTFT p95", t["ttft_s"]["p95"], tp["ttft_s"]["p95"], "ms", False),
+        ("Queue wait p95", t["queue_wait_s"]["p95"], tp["queue_wait_s"]["p95"], "ms", False),
+        ("Soft failures (flags per call)", soft, soft_prev, "pct", False),
+    ]
+    out = []
+    for label, current, previous, unit, higher_is_better in rows:
+        d = delta(current, previous, higher_is_better=bool(higher_is_better))
+        if higher_is_better is None:
+            d["bad"] = False
+        out.append({"label": label, "current": current, "previous": previous, "unit": unit, **d})
+    return out
+
+
+def _per_name(current: list[dict], previous: list[dict]) -> list[dict]:
+    before = {row["name"]: row for row in previous}
+    out = []
+    for row in current:
+        prev = before.get(row["name"])
+        prev_cost = prev["cost_usd"] if prev else 0.0
+        out.append({**row, "previous_cost_usd": prev_cost, **delta(row["cost_usd"], prev_cost)})
+    return out
+
+
+def _route_latency(current: list[dict], previous: list[dict]) -> list[dict]:
+    before = {row["route"]: row for row in previous}
+    out = []
+    for row in current:
+        prev = before.get(row["route"])
+        p95_prev = prev["duration_s"]["p95"] if prev else None
+        out.append({**row, "previous_p95": p95_prev, **delta(row["duration_s"]["p95"], p95_prev)})
+    return out
+
+
+def _detectors(qual: dict, qual_prev: dict) -> list[dict]:
+    before = {d["detector"]: d for d in qual_prev["detectors"]}
+    names = [d["detector"] for d in qual["detectors"]] + [n for n in before if n not in {d["detector"] for d in qual["detectors"]}]
+    now = {d["detector"]: d for d in qual["detectors"]}
+    out = []
+    for name in names:
+        rate = now[name]["rate"] if name in now else 0.0 if qual["calls"] else None
+        rate_prev = before[name]["rate"] if name in before else 0.0 if qual_prev["calls"] else None
+        out.append({"detector": name, "rate": rate, "previous": rate_prev,
+                    "spans": now[name]["spans"] if name in now else 0, **delta(rate, rate_prev)})
+    return out
+
+
+def _judge_cells(qual: dict) -> dict[tuple, dict[str, float]]:
+    """(judge, rubric, version, route, app version) -> {week: mean}."""
+    out: dict[tuple, dict[str, float]] = {}
+    for group in qual["judge"]["groups"]:
+        for row in group["rows"]:
+            key = (group["judge_model"], group["rubric_id"], group["rubric_version"], row["route"], row["service_version"])
+            out[key] = {w: c["mean"] for w, c in row["weeks"].items() if c["mean"] is not None}
+    return out
+
+
+def notable(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict, qual_prev: dict,
+            alert_log: dict) -> list[dict[str, str]]:
+    """The week's notable items, worst first: each a ``kind`` and a one-line ``text``."""
+    items: list[tuple[int, str, str]] = []
+    total, total_prev = spend["totals"]["cost_usd"], spend_prev["totals"]["cost_usd"]
+    before = {row["name"]: row["cost_usd"] for row in spend_prev["tenants"]}
+    for row in spend["tenants"]:
+        prev = before.get(row["name"], 0.0)
+        grew = row["cost_usd"] - prev
+        if grew >= max(1.0, 0.05 * max(total, total_prev)) and (prev == 0 or grew / prev >= 0.25):
+            text = (f"Tenant {row['name'] or '(none)'} spent ${row['cost_usd']:,.2f}, up ${grew:,.2f} from ${prev:,.2f}"
+                    if prev else f"Tenant {row['name'] or '(none)'} is new this week: ${row['cost_usd']:,.2f}")
+            items.append((1, "cost", text))
+    p95, p95_prev = lat["totals"]["duration_s"]["p95"], lat_prev["totals"]["duration_s"]["p95"]
+    if p95 and p95_prev and p95 / p95_prev >= 1.15:
+        items.append((1, "latency", f"LLM latency p95 rose {p95 / p95_prev - 1:.0%}: {p95:.2f} s (was {p95_prev:.2f} s)"))
+    routes_before = {r["route"]: r for r in lat_prev["routes"]}
+    for r in lat["routes"]:
+        prev = routes_before.get(r["route"])
+        now_p95, prev_p95 = r["duration_s"]["p95"], prev["duration_s"]["p95"] if prev else None
+        if now_p95 and prev_p95 and now_p95 / prev_p95 >= 1.2 and r["requests"] >= 20:
+            items.append((2, "latency", f"Route {r['route'] or '(none)'}: p95 {now_p95:.2f} s, up {now_p95 / prev_p95 - 1:.0%}"))
+    rate, rate_prev = lat["totals"]["error_rate"], lat_prev["totals"]["error_rate"]
+    if rate >= 0.01 and rate >= 1.5 * rate_prev:
+        items.append((1, "errors", f"Error rate {rate:.1%} (was {rate_prev:.1%})"))
+    for d in _detectors(qual, qual_prev):
+        if d["rate"] and d["rate"] >= 0.005 and d["rate"] >= 1.5 * (d["previous"] or 0.0):
+            items.append((2, "soft failures", f"{d['detector']} flagged {d['rate']:.1%} of calls (was {(d['previous'] or 0):.1%})"))
+    cells = _judge_cells(qual)
+    for key, weeks in cells.items():
+        ordered = [weeks[w] for w in sorted(weeks, key=int)]
+        if len(ordered) >= 2 and ordered[-1] <= ordered[-2] - 0.3:
+            judge, rubric, version, route, app = key
+            items.append((1, "judge", f"{rubric} v{version} ({judge}) on {route or '(none)'} {app or '(no version)'}:"
+                                      f" {ordered[-1]:.2f}, down from {ordered[-2]:.2f}"))
+    for finding in qual["drift"][:5]:
+        items.append((2, "drift", f"{finding['label']} on {finding['route'] or '(all routes)'}: {finding['evidence']}"))
+    findings = spend["findings"]
+    if findings:
+        items.append((2, "cost", f"{len(findings)} cost loop / context stuffing finding(s), e.g. {findings[0]['label']}:"
+                                 f" {findings[0]['evidence']}"))
+    fired: dict[str, int] = {}
+    for event in alert_log["history"]:
+        if event["event"] == "firing":
+            fired[event["name"]] = fired.get(event["name"], 0) + 1
+    for name, count in sorted(fired.items()):
+        items.append((1, "alerts", f"{name} fired {count} time(s)"))
+    items.sort(key=lambda item: item[0])
+    return [{"kind": kind, "text": text} for _, kind, text in items]
+
+
+def render_weekly(data: dict[str, Any]) -> str:
+    """The report as one HTML document: inline CSS, inline SVG, no scripts, no external assets."""
+    figures = {
+        "latency": latency_figures(data["latency"]),
+        "cost": cost_figures(data["cost"]),
+        "quality": quality_figures(data["quality"]),
+    }
+    return env.get_template("report.html").render(data=data, figures=figures)
+
+
+def weekly_report(store: Store, project: str, monday: datetime, *, progress: bool = False) -> str:
+    """Query and render the weekly report of ``project`` for the week starting ``monday``."""
+    return render_weekly(weekly_data(store, project, monday, progress=progress))

@@ -1,0 +1,199 @@
+"""One aggregate over a view, read from the hourly rollups where they cover it and from the raw
+tables elsewhere.
+
+A window rarely starts and ends on whole hours. The whole hours inside it come from a rollup,
+the partial hours at its edges from ``llm_spans`` (and ``llm_span_extras``); each source yields
+partial aggregates per key (sums, and latency histograms in the rollups' buckets) and one outer
+``GROUP BY`` adds them up. So counts are exact for any window, and a percentile is the same
+histogram estimate (within 4.4%) whichever source a span came from. The rollup DDL is in
+``collector/sql/040_rollups.sql``; :func:`bucket_sql` must stay the expression it uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from infersight.collector._store import Store
+
+from ._filters import NS, View, array_param, where
+
+LEVELS = (0.5, 0.95, 0.99, 0.999)
+PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
+BUCKETS_PER_DOUBLING = 8
+SMALLEST_S = 1e-4
+
+
+def bucket_sql(column: str) -> str:
+    """The rollups' histogram bucket of ``column`` (seconds): 0 for zero, else 1..255 on a log scale."""
+    return (
+        f"toUInt8(if(ifNull({column}, 0) <= 0, 0, least(255, greatest(1,"
+        f" round(log2(ifNull({column}, 0) / 1e-4) * {BUCKETS_PER_DOUBLING}) + 1))))"
+    )
+
+
+def histogram_sql(column: str) -> str:
+    """A ``Map(UInt8, UInt64)`` histogram of the non-null values of ``column`` (an aggregate)."""
+    return f"sumMapIf(map({bucket_sql(column)}, toUInt64(1)), {column} IS NOT NULL)"
+
+
+def bucket_value(bucket: int) -> float:
+    """The value (seconds) a histogram bucket stands for."""
+    return 0.0 if bucket <= 0 else SMALLEST_S * 2 ** ((bucket - 1) / BUCKETS_PER_DOUBLING)
+
+
+def merge(histograms: Iterable[Mapping[int, int] | None]) -> dict[int, int]:
+    """The sum of histograms (as :func:`aggregate` returns them with ``histograms=True``)."""
+    out: dict[int, int] = {}
+    for histogram in histograms:
+        for bucket, count in (histogram or {}).items():
+            out[bucket] = out.get(bucket, 0) + count
+    return out
+
+
+def percentiles(histogram: Mapping[Any, Any] | None) -> dict[str, float | None]:
+    """p50/p95/p99/p999 (nearest rank) of a histogram; ``None`` each when it is empty."""
+    counts = sorted((int(k), int(v)) for k, v in (histogram or {}).items() if int(v) > 0)
+    total = sum(v for _, v in counts)
+    out: dict[str, float | None] = {}
+    for name, level in zip(PERCENTILE_NAMES, LEVELS):
+        if not total:
+            out[name] = None
+            continue
+        rank, seen = max(math.ceil(level * total), 1), 0
+        for bucket, count in counts:
+            seen += count
+            if seen >= rank:
+                out[name] = bucket_value(bucket)
+                break
+    return out
+
+
+# measure -> (expression over llm_spans, expression over llm_span_extras); None: not there.
+_RAW: dict[str, tuple[str | None, str | None]] = {
+    "requests": ("count()", None),
+    "errors": ("countIf(status = 'error')", None),
+    "transient_errors": ("countIf(status = 'error' AND error_class = 'transient')", None),
+    "input_tokens": ("sum(input_tokens)", None),
+    "output_tokens": ("sum(output_tokens)", None),
+    "cost_usd": ("sum(ifNull(cost_usd, 0))", None),
+    "rerank_candidates": (None, "sum(rerank_candidates)"),
+    "duration_s": (histogram_sql("duration_s"), None),
+    "ttft_s": (histogram_sql("ttft_s"), None),
+    "queue_wait_s": (histogram_sql("queue_wait_s"), None),
+    "prefill_s": (None, histogram_sql("prefill_s")),
+    "itl_p50_s": (histogram_sql("itl_p50_s"), None),
+    "itl_p95_s": (histogram_sql("itl_p95_s"), None),
+    "tpot_s": (histogram_sql("tpot_s"), None),
+}
+PERCENTILE_MEASURES = frozenset(m for m, (raw, extra) in _RAW.items() if "sumMap" in (raw or extra or ""))
+MEASURES = tuple(_RAW)
+_FLOAT_SUMS = frozenset({"cost_usd"})
+KEYS = ("bucket", "service", "service_version", "operation", "route", "tenant", "model")
+
+
+def _empty(measure: str) -> str:
+    if measure in PERCENTILE_MEASURES:
+        return "CAST(map(), 'Map(UInt8, UInt64)')"
+    return "toFloat64(0)" if measure in _FLOAT_SUMS else "toUInt64(0)"
+
+
+def _outer(measure: str) -> str:
+    return f"{'sumMap' if measure in PERCENTILE_MEASURES else 'sum'}({measure}) AS {measure}"
+
+
+def _rollup_table(view: View, keys: tuple[str, ...]) -> str | None:
+    h0, h1 = view.hours
+    if h0 >= h1 or ("bucket" in keys and view.bucket_s % 3600):
+        return None
+    return "llm_tenant_hourly" if "tenant" in keys or "tenant" in view.filters else "llm_hourly"
+
+
+def aggregate(
+    store: Store,
+    project: str,
+    view: View,
+    keys: Iterable[str],
+    measures: Iterable[str],
+    *,
+    match: Mapping[str, str | tuple[str, ...]] | None = None,
+    histograms: bool = False,
+) -> list[dict[str, Any]]:
+    """``measures`` per distinct ``keys`` over ``view``, for one project.
+
+    Args:
+        keys: grouping keys from :data:`KEYS`; ``bucket`` is the start (Unix seconds) of the
+            chart bucket of ``view.bucket_s``.
+        measures: names from :data:`MEASURES`: sums come back as numbers, latency measures as
+            ``{"p50", "p95", "p99", "p999"}`` dicts (values ``None`` without data).
+        match: extra conditions on key columns, bound: a string for equality
+            (``{"operation": "chat"}``), a tuple for membership.
+        histograms: return latency measures as histograms (``{bucket: calls}``) instead of
+            percentiles, for the caller to :func:`merge` across rows first.
+
+    Rows come back ordered by the keys. Blocks on the store.
+    """
+    keys, measures = tuple(keys), tuple(measures)
+    unknown = [k for k in keys if k not in KEYS] + [m for m in measures if m not in _RAW]
+    if unknown or not measures:
+        raise ValueError(f"The 'keys'/'measures' parameters of aggregate must be known names; got {unknown or 'none'}.")
+    params: dict[str, Any] = {"project": project, "bucket_s": view.bucket_s,
+                              "start_ns": view.start_ns, "end_ns": view.end_ns}
+    conditions = where(view, params)
+    for i, (column, value) in enumerate(sorted((match or {}).items())):
+        if column not in KEYS[1:]:
+            raise ValueError(f"The 'match' parameter of aggregate must name key columns; got {column!r}.")
+        params[f"m{i}"] = value if isinstance(value, str) else array_param(value)
+        kind = "= {m%d:String}" if isinstance(value, str) else "IN {m%d:Array(String)}"
+        conditions += f" AND {column} " + kind % i
+
+    parts = []
+    raw_time = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+    table = _rollup_table(view, keys)
+    if table is not None:
+        params["h0"], params["h1"] = view.hours
+        params["h0_ns"], params["h1_ns"] = params["h0"] * NS, params["h1"] * NS
+        raw_time += (" AND (ts < fromUnixTimestamp64Nano({h0_ns:Int64})"
+                     " OR ts >= fromUnixTimestamp64Nano({h1_ns:Int64}))")
+        columns = [_key(k, "period") for k in keys] + list(measures)
+        parts.append(
+            f"SELECT {', '.join(columns)} FROM {table}"
+            " WHERE project = {project:String} AND period >= toDateTime({h0:UInt32}, 'UTC')"
+            f" AND period < toDateTime({{h1:UInt32}}, 'UTC'){conditions}"
+        )
+    for source, index in (("llm_spans", 0), ("llm_span_extras", 1)):
+        if not any(_RAW[m][index] for m in measures):
+            continue
+        columns = [_key(k, "toDateTime(ts, 'UTC')") for k in keys]
+        columns += [f"{_RAW[m][index] or _empty(m)} AS {m}" for m in measures]
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        parts.append(
+            f"SELECT {', '.join(columns)} FROM {source}"
+            f" WHERE project = {{project:String}} AND {raw_time}{conditions}{group}"
+        )
+    group = f" GROUP BY {', '.join(keys)} ORDER BY {', '.join(keys)}" if keys else ""
+    outer_keys = "".join(f"{k}, " for k in keys)
+    sql = f"SELECT {outer_keys}{', '.join(_outer(m) for m in measures)} FROM ({' UNION ALL '.join(parts)}){group}"
+    return [_shape(row, measures, histograms) for row in store.query(sql, params)]
+
+
+def _key(key: str, time_column: str) -> str:
+    if key == "bucket":
+        return f"toUnixTimestamp(toStartOfInterval({time_column}, INTERVAL {{bucket_s:UInt32}} SECOND)) AS bucket"
+    return key
+
+
+def _shape(row: dict[str, Any], measures: tuple[str, ...], histograms: bool) -> dict[str, Any]:
+    out = dict(row)
+    for m in measures:
+        if m in PERCENTILE_MEASURES:
+            histogram = {int(k): int(v) for k, v in (row[m] or {}).items()}
+            out[m] = histogram if histograms else percentiles(histogram)
+        elif m in _FLOAT_SUMS:
+            out[m] = float(row[m] or 0.0)
+        else:
+            out[m] = int(row[m] or 0)
+    if "bucket" in out:
+        out["bucket"] = int(out["bucket"])
+    return out

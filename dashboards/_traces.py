@@ -1,0 +1,346 @@
+"""Trace search and one trace in full: its spans as a waterfall, with each LLM call's latency
+anatomy (queue wait, prefill, decode), prompt, output, detections and judge scores."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from infersight.collector._errors import BadRequest, StoreError
+from infersight.collector._store import Store
+
+from ._filters import FILTER_MAX_CHARS, NS, View, array_param, check_value, finite, where
+from ._queries import window
+
+STATUSES = ("ok", "error")
+TRACE_ID = re.compile(r"^[0-9a-f]{16,64}$")
+SEARCH_LIMIT = 50
+_CANDIDATE_SPANS = 2000
+_TRACE_MAX_SPANS = 2000
+_CONTEXT_NS = 86400 * NS  # how far around ``at`` to look for a trace's spans
+_CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
+
+
+def search(
+    store: Store,
+    project: str,
+    view: View,
+    *,
+    status: str | None = None,
+    label: str | None = None,
+    text: str | None = None,
+    limit: int = SEARCH_LIMIT,
+) -> dict[str, Any]:
+    """The newest traces over ``view`` with a GenAI span matching every given condition.
+
+    Args:
+        status: ``ok`` or ``error`` (of the span).
+        label: a detection label (``json.truncated``) or a whole detector (``json``).
+        text: a case-insensitive substring of a prompt or output.
+
+    Returns the window and ``traces``: per trace its start, duration, services, routes,
+    tenants, models, span/LLM-call/error counts, tokens, cost and detection labels.
+    """
+    if status not in (None, "", *STATUSES):
+        raise BadRequest(f"The 'status' filter must be one of {', '.join(STATUSES)}; got {status!r}.")
+    label = check_value("label", label)
+    text = check_value("q", text)
+    params: dict[str, Any] = {"project": project, "start_ns": view.start_ns, "end_ns": view.end_ns,
+                              "n": _CANDIDATE_SPANS, "limit": limit}
+    in_range = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+    conditions = where(view, params)
+    if status:
+        params["status"] = status
+        conditions += " AND status = {status:String}"
+    if label:
+        params["label"] = label
+        conditions += (
+            " AND span_id IN (SELECT span_id FROM detections WHERE project = {project:String}"
+            f" AND {in_range} AND (label = {{label:String}} OR detector = {{label:String}}))"
+        )
+    if text:
+        params["text"] = text
+        conditions += (
+            " AND trace_id IN (SELECT TraceId FROM otel_traces"
+            " WHERE ResourceAttributes['infersight.project'] = {project:String}"
+            " AND Timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})"
+            " AND Timestamp < fromUnixTimestamp64Nano({end_ns:Int64})"
+            " AND (positionCaseInsensitiveUTF8(SpanAttributes['gen_ai.input.messages'], {text:String}) > 0"
+            " OR positionCaseInsensitiveUTF8(SpanAttributes['gen_ai.output.messages'], {text:String}) > 0))"
+        )
+    newest = store.query(
+        "SELECT trace_id, max(ts) AS last FROM (SELECT trace_id, ts FROM llm_spans"
+        f" WHERE project = {{project:String}} AND {in_range}{conditions} ORDER BY ts DESC LIMIT {{n:UInt32}})"
+        " GROUP BY trace_id ORDER BY last DESC LIMIT {limit:UInt32}",
+        params,
+    )
+    ids = [row["trace_id"] for row in newest]
+    return {**window(view), "traces": summaries(store, project, view, ids) if ids else []}
+
+
+def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> list[dict[str, Any]]:
+    """One line per trace (in the order given): what its GenAI spans add up to."""
+    params: dict[str, Any] = {
+        "project": project, "ids": array_param(trace_ids),
+        "start_ns": view.start_ns - _CONTEXT_NS, "end_ns": view.end_ns + _CONTEXT_NS,
+    }
+    in_range = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+    rows = store.query(
+        "SELECT trace_id, toUnixTimestamp64Nano(min(ts)) AS start_ns,"
+        " max(toUnixTimestamp64Nano(ts) + toInt64(duration_s * 1e9)) AS end_ns,"
+        " groupUniqArray(service) AS services, groupUniqArray(route) AS routes,"
+        " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, operation NOT IN ('retrieval', 'rerank')) AS models,"
+        " count() AS spans, countIf(operation NOT IN ('retrieval', 'rerank')) AS llm_calls,"
+        " countIf(status = 'error') AS errors, sum(input_tokens) AS input_tokens,"
+        " sum(output_tokens) AS output_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd"
+        f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
+        " GROUP BY trace_id",
+        params,
+    )
+    labels = store.query(
+        "SELECT trace_id, groupUniqArray(label) AS labels FROM detections"
+        f" WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}} GROUP BY trace_id",
+        params,
+    )
+    by_id = {row["trace_id"]: row for row in rows}
+    label_map = {row["trace_id"]: sorted(row["labels"]) for row in labels}
+    out = []
+    for trace_id in trace_ids:
+        row = by_id.get(trace_id)
+        if row is None:
+            continue
+        start, end = int(row["start_ns"]), int(row["end_ns"])
+        out.append({
+            "trace_id": trace_id, "start_ns": start, "duration_s": max(end - start, 0) / NS,
+            "services": sorted(row["services"]), "routes": sorted(r for r in row["routes"] if r),
+            "tenants": sorted(t for t in row["tenants"] if t), "models": sorted(m for m in row["models"] if m),
+            "spans": int(row["spans"]), "llm_calls": int(row["llm_calls"]), "errors": int(row["errors"]),
+            "input_tokens": int(row["input_tokens"]), "output_tokens": int(row["output_tokens"]),
+            "cost_usd": float(row["cost_usd"]), "labels": label_map.get(trace_id, []),
+        })
+    return out
+
+
+def check_trace_id(trace_id: str) -> str:
+    """A trace id as stored (lowercase hex); :class:`BadRequest` otherwise."""
+    trace_id = trace_id.strip().lower()
+    if not TRACE_ID.match(trace_id):
+        raise BadRequest(f"A trace id is 16 to 64 hex digits; got {trace_id[:FILTER_MAX_CHARS]!r}.")
+    return trace_id
+
+
+def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None) -> dict[str, Any] | None:
+    """Every span of one trace of ``project`` (``None`` if it has none), ready for the waterfall.
+
+    ``at_s`` (a Unix time near the trace) lets the store skip everything a day away from it.
+    Each span has ``offset_s``/``duration_s`` from the trace start and ``segments``; an LLM
+    span's segments are queue wait, prefill and decode when it streamed.
+    """
+    trace_id = check_trace_id(trace_id)
+    params: dict[str, Any] = {"project": project, "trace_id": trace_id, "limit": _TRACE_MAX_SPANS}
+    near = ""
+    if at_s is not None:
+        params["from_ns"], params["to_ns"] = at_s * NS - _CONTEXT_NS, at_s * NS + _CONTEXT_NS
+        near = (" AND Timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})"
+                " AND Timestamp < fromUnixTimestamp64Nano({to_ns:Int64})")
+    rows = store.query(
+        "SELECT toUnixTimestamp64Nano(Timestamp) AS start_ns, SpanId AS span_id, ParentSpanId AS parent_span_id,"
+        " SpanName AS name, SpanKind AS kind, ServiceName AS service,"
+        " ResourceAttributes['service.version'] AS service_version, Duration AS duration_ns,"
+        " StatusCode AS status_code, StatusMessage AS status_message, SpanAttributes AS attributes,"
+        " Events.Name AS event_names"
+        " FROM otel_traces WHERE TraceId = {trace_id:String}"
+        f" AND ResourceAttributes['infersight.project'] = {{project:String}}{near}"
+        " ORDER BY Timestamp LIMIT {limit:UInt32}",
+        params,
+    )
+    if not rows:
+        return None
+    detections = store.query(
+        "SELECT span_id, detector, version, label, score, evidence FROM detections"
+        " WHERE project = {project:String} AND trace_id = {trace_id:String} ORDER BY detector, label",
+        params,
+    )
+    judged = _judge_scores(store, params)
+    per_span_detections: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in detections:
+        per_span_detections[row["span_id"]].append(row)
+    per_span_scores: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in judged or []:
+        per_span_scores[row["span_id"]].append(row)
+
+    spans = [_span(row) for row in rows]
+    begin = min(s["start_ns"] - int((s["queue_before_s"] or 0) * NS) for s in spans)
+    finish = max(s["start_ns"] + s["duration_ns"] for s in spans)
+    for span in spans:
+        span["offset_s"] = (span["start_ns"] - begin) / NS
+        span["detections"] = per_span_detections.get(span["span_id"], [])
+        span["judge_scores"] = per_span_scores.get(span["span_id"], [])
+    ordered = _tree_order(spans)
+    return {
+        "trace_id": trace_id,
+        "start_ns": begin,
+        "duration_s": (finish - begin) / NS,
+        "spans": ordered,
+        "judge_available": judged is not None,
+        "cost_usd": sum(s["cost_usd"] or 0.0 for s in spans),
+        "errors": sum(1 for s in spans if s["status"] == "error"),
+    }
+
+
+def _judge_scores(store: Store, params: dict[str, Any]) -> list[dict[str, Any]] | None:
+    try:
+        return store.query(
+            "SELECT span_id, judge_model, rubric_id, rubric_version, score, reason FROM judge_scores"
+            " WHERE project = {project:String} AND trace_id = {trace_id:String} ORDER BY rubric_id, judged_at",
+            params,
+        )
+    except StoreError as exc:
+        if "UNKNOWN_TABLE" in str(exc) or "does not exist" in str(exc):
+            return None
+        raise
+
+
+def _float(attrs: dict[str, str], key: str) -> float | None:
+    try:
+        return finite(attrs[key]) if attrs.get(key) else None
+    except ValueError:
+        return None
+
+
+def _span(row: dict[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, str] = row["attributes"] or {}
+    start, duration = int(row["start_ns"]), int(row["duration_ns"])
+    duration_s = duration / NS
+    operation = attrs.get("gen_ai.operation.name", "")
+    ttft = _float(attrs, "gen_ai.response.time_to_first_chunk")
+    queue_wait = _float(attrs, "infersight.queue.wait_s")
+    prefill = _float(attrs, "infersight.prefill_s")
+    inside = attrs.get("infersight.queue.source") == "response"
+    segments: list[dict[str, Any]] = []
+    queue_before = None
+    if queue_wait:
+        if inside:
+            segments.append({"kind": "queue", "from_s": 0.0, "to_s": min(queue_wait, duration_s)})
+        else:
+            queue_before = queue_wait
+            segments.append({"kind": "queue", "from_s": -queue_wait, "to_s": 0.0})
+    if ttft is not None and operation not in ("retrieval", "rerank"):
+        first = min(ttft, duration_s)
+        head = min(queue_wait or 0.0, first) if inside else 0.0
+        segments.append({"kind": "prefill", "from_s": head, "to_s": first})
+        segments.append({"kind": "decode", "from_s": first, "to_s": duration_s})
+    else:
+        segments.append({"kind": operation or "span", "from_s": 0.0, "to_s": duration_s})
+    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", "")
+    cost = _float(attrs, "infersight.cost.usd")
+    return {
+        "span_id": row["span_id"],
+        "parent_span_id": row["parent_span_id"],
+        "name": row["name"],
+        "kind": row["kind"],
+        "service": row["service"],
+        "service_version": row["service_version"],
+        "start_ns": start,
+        "duration_ns": duration,
+        "duration_s": duration_s,
+        "status": "error" if row["status_code"] == "Error" else "ok",
+        "status_message": row["status_message"],
+        "operation": operation,
+        "model": model,
+        "tenant": attrs.get("infersight.tenant.id", ""),
+        "route": attrs.get("infersight.route", ""),
+        "input_tokens": _int(attrs.get("gen_ai.usage.input_tokens")),
+        "output_tokens": _int(attrs.get("gen_ai.usage.output_tokens")),
+        "cost_usd": cost,
+        "ttft_s": ttft,
+        "queue_wait_s": queue_wait,
+        "queue_before_s": queue_before,
+        "prefill_s": prefill if prefill is not None else _prefill(ttft, queue_wait, inside),
+        "rerank_candidates": _int(attrs.get("infersight.rerank.candidates")),
+        "segments": segments,
+        "input_messages": messages(attrs.get("gen_ai.input.messages")),
+        "output_messages": messages(attrs.get("gen_ai.output.messages")),
+        "attributes": {k: v for k, v in sorted(attrs.items()) if k not in _CONTENT_KEYS},
+        "events": list(row.get("event_names") or []),
+    }
+
+
+def _prefill(ttft: float | None, queue_wait: float | None, inside: bool) -> float | None:
+    """Prefill from TTFT when the SDK did not record it: a provider-reported queue wait
+    happened inside the call, so inside its TTFT."""
+    if ttft is None:
+        return None
+    return max(ttft - (queue_wait or 0.0), 0.0) if inside else ttft
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def messages(raw: str | None) -> list[dict[str, str]] | None:
+    """GenAI messages JSON (``[{"role", "parts": [{"type", "content"}]}]``) as (role, text) pairs.
+
+    Anything that is not that shape comes back whole as one message with role ``?``; the text is
+    shown as text, never interpreted.
+    """
+    if not raw:
+        return None
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return [{"role": "?", "text": raw}]
+    if not isinstance(document, list):
+        return [{"role": "?", "text": raw}]
+    out = []
+    for message in document:
+        if not isinstance(message, dict):
+            out.append({"role": "?", "text": json.dumps(message, ensure_ascii=False)})
+            continue
+        role = str(message.get("role", "?"))
+        parts = message.get("parts")
+        if isinstance(parts, list):
+            texts = []
+            for part in parts:
+                if isinstance(part, dict) and isinstance(part.get("content"), str):
+                    texts.append(part["content"])
+                else:
+                    texts.append(json.dumps(part, ensure_ascii=False))
+            text = "\n".join(texts)
+        elif isinstance(message.get("content"), str):
+            text = message["content"]
+        else:
+            text = json.dumps(message, ensure_ascii=False)
+        out.append({"role": role, "text": text})
+    return out
+
+
+def _tree_order(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Spans depth-first from the roots, children by start time, each with its ``depth``."""
+    ids = {s["span_id"] for s in spans}
+    children: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    roots = []
+    for span in sorted(spans, key=lambda s: (s["start_ns"], s["span_id"])):
+        parent = span["parent_span_id"]
+        if parent and parent in ids and parent != span["span_id"]:
+            children[parent].append(span)
+        else:
+            roots.append(span)
+    ordered: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        span, depth = stack.pop()
+        if span["span_id"] in seen:
+            continue
+        seen.add(span["span_id"])
+        span["depth"] = depth
+        ordered.append(span)
+        stack.extend((child, depth + 1) for child in reversed(children[span["span_id"]]))
+    ordered.extend(s | {"depth": 0} for s in spans if s["span_id"] not in seen)  # parent cycles
+    return ordered
