@@ -15,6 +15,7 @@ PAGES = (
     ("quality", "Quality", "/quality"),
     ("alerts", "Alerts", "/alerts"),
     ("traces", "Traces", "/traces"),
+    ("digest", "Digest", "/digest"),
 )
 # No script may run on these pages, whatever a span's text says: styles are inline, charts are
 # inline SVG, forms only submit back here.

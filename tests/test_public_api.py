@@ -25,9 +25,11 @@ EXPECTED = {
     ],
     dashboards: ["router"],
     detectors: [
-        "BUILTIN_DETECTORS", "Detection", "InlineDetector", "JsonDetector", "RefusalDetector",
-        "RepetitionDetector", "SpanText", "TruncationDetector", "inline_failure_count",
-        "run_inline",
+        "BUILTIN_DETECTORS", "ContextStuffingDetector", "CostLoopDetector", "Detection", "DriftReport",
+        "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "NotFittedError",
+        "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SpanFinding", "SpanText",
+        "TermShift", "TextDriftDetector", "TextDriftReport", "TruncationDetector", "WindowedRun",
+        "WindowedRunner", "inline_failure_count", "prompt_hash", "run_inline",
     ],
 }
 

@@ -65,13 +65,18 @@ class Evaluator:
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         own_queue: tuple[str, Callable[[], tuple[float, float]]] | None = None,
         digest_hour_utc: int | None = None,
+        windowed: Any | None = None,
     ) -> None:
         """``own_queue`` is (project, fn returning (depth, oldest age s)): a queue of this process,
         sampled into ``queue_depth`` at every evaluation (the collector's spool). From
-        ``digest_hour_utc`` on, each day's first evaluation sends yesterday's daily digest."""
+        ``digest_hour_utc`` on, each day's first evaluation sends yesterday's daily digest.
+        ``windowed`` (a ``detectors.WindowedRunner``) runs drift, cost-loop and context-stuffing
+        detection into ``detections`` at every evaluation."""
         self.own_queue = own_queue
         self.digest_hour_utc = digest_hour_utc
         self._digest_done: date | None = None
+        self.windowed = windowed
+        self._windowed_since: datetime | None = None
         self.store = store
         self.notifiers = list(notifiers)
         self.config = config or EvaluatorConfig()
@@ -212,6 +217,7 @@ class Evaluator:
         """Evaluate every rule at ``now`` (default: the clock), notify, and store the new state."""
         now = now or self.clock()
         self._sample_own_queue(now)
+        self._run_windowed(now)
         active = self.error_alerts(now) + self.queue_alerts(now) + self.cost_alerts(now)
         updates, events = transition(active, self._stored(), now, self.config.repeat_interval)
         delivered, errors = self._deliver(events)
@@ -247,6 +253,21 @@ class Evaluator:
             self._write([], [event], now, delivered)
         self._digest_done = day
         return errors
+
+    def _run_windowed(self, now: datetime) -> None:
+        """The windowed detectors; their failure must never stop the paging rules."""
+        if self.windowed is None:
+            return
+        try:
+            for run in self.windowed.run_all(now, since=self._windowed_since):
+                for batch in run.batches:
+                    # One token per project and minute: a retry after a failure stores nothing twice.
+                    self.store.insert("detections", encode_rows(batch.rows), dedup_token=batch.dedup_token)
+                for note in run.notes:
+                    logger.debug("windowed detectors, %s: %s", run.project, note)
+            self._windowed_since = now  # only once every insert succeeded
+        except Exception:
+            logger.exception("windowed detectors failed; retrying the same window next time")
 
     def _sample_own_queue(self, now: datetime) -> None:
         if self.own_queue is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from infersight.detectors import WindowedRunner
+
 from .._settings import Settings
 from .._spool import Spool
 from .._store import Store
@@ -44,6 +46,7 @@ def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator
         EvaluatorConfig(error_rule=ErrorRateRule(slo=settings.slo)),
         own_queue=(COLLECTOR_PROJECT, spool_depth),
         digest_hour_utc=settings.digest_hour_utc,
+        windowed=WindowedRunner(store),
     )
     evaluator.start(timedelta(seconds=settings.evaluation_interval_s))
     return evaluator

@@ -145,3 +145,26 @@ def test_cost_anomaly_names_the_route_that_drove_it(store):
     assert alert.labels["tenant"] == "acme"
     assert alert.numbers["excess_usd"] == pytest.approx(6.0)
     assert alert.details.startswith("Excess driven by routes: sales.email $8.00 ($2.00 a week earlier)")
+
+
+def test_the_evaluator_runs_the_windowed_detectors_once_per_minute(store):
+    from infersight.detectors import WindowedRunner
+    from tests.detectors.test_windowed import _span
+
+    project = "alerts-windowed"
+    now = datetime(2026, 11, 26, 10, 5, 30, tzinfo=timezone.utc)
+    start_ns = int((now - timedelta(minutes=3)).timestamp()) * 10**9
+    loop = [
+        _span(project, i, start_ns + i * 10**9, route="support.answer", input_tokens=900, output_tokens=40,
+              duration_s=0.8, ttft_s=0.2, cost_usd=0.002, prompt="Summarise ticket 4417 again", answer="Working on it",
+              trace="ab" * 16)
+        for i in range(8)
+    ]
+    store.insert("otel_traces", encode_rows(loop))
+    evaluator = Evaluator(store, windowed=WindowedRunner(store, drift=False))
+    evaluator.run_once(now - timedelta(minutes=5))  # the first run only sets where to start
+    evaluator.run_once(now)
+    evaluator.run_once(now)  # same window again: nothing new
+    rows = store.query("SELECT label, count() AS n FROM detections WHERE project = {p:String} GROUP BY label",
+                       {"p": project})
+    assert rows == [{"label": "cost_loop.trace", "n": 8}]
