@@ -30,7 +30,10 @@ demo: $(STAMP)
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[collector,dev,bench]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[collector]'
+	# The peers in a second step: resolved together with the collector's pins, pip backtracks for
+	# many minutes; after it, pip only adjusts what the peers need.
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
 	touch $@
 
 bench: $(BENCH_VENV)/.installed

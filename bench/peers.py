@@ -94,11 +94,12 @@ def worker(variant: str, rounds: int, calls: int) -> dict[str, Any]:
             "ratio_to_raw": statistics.median(ratios)}
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, python: str | None = None) -> list[dict[str, Any]]:
+    """Time every tool, each in a process of ``python`` (default: this interpreter)."""
     rounds, calls = (4, 1000) if quick else (10, 3000)
     out = []
     for variant in VARIANTS:
-        done = subprocess.run([sys.executable, __file__, "--worker", variant, "--rounds", str(rounds), "--calls", str(calls)],
+        done = subprocess.run([python or sys.executable, __file__, "--worker", variant, "--rounds", str(rounds), "--calls", str(calls)],
                               capture_output=True, text=True, timeout=600)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         out.append(json.loads(lines[-1]) if lines else {"variant": variant, "error": done.stderr.strip()[-200:]})

@@ -212,6 +212,8 @@ spans. CPU columns are CPU time over wall time (100% = one core).
 def main() -> None:
     parser = argparse.ArgumentParser(description="Run the infersight benchmarks.")
     parser.add_argument("--quick", action="store_true", help="shorter run (~40 s); prints only unless --output")
+    parser.add_argument("--peers-python", default=None,
+                        help="Interpreter with langfuse and traceloop-sdk for bench/peers.py (default: this one)")
     parser.add_argument("--output", type=Path, default=None, help="Markdown file to write (default: BENCHMARKS.md on full runs)")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
@@ -227,7 +229,7 @@ def main() -> None:
     print(sdk_overhead.format_profile(prof), "\n", flush=True)
     streams = stream_overhead.run(args.quick)
     print(stream_overhead.format_table(streams), "\n", flush=True)
-    peer_rows = peers.run(args.quick)
+    peer_rows = peers.run(args.quick, args.peers_python)
     print(peers.format_table(peer_rows), "\n", flush=True)
     print("Collector ingest ...", flush=True)
     loads = ingest.run(args.quick)
