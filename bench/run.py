@@ -61,7 +61,9 @@ def sdk_sentence(r: sdk_overhead.OverheadResult) -> str:
     paired = {p.label.split(":")[0]: p.median for p in r.paired}
     like = (
         f" Without content capture (e), which sets exactly the hand-written span's attributes, the ratio is "
-        f"{paired['(e) / (b)']:.2f}x: usage extraction, pricing and the wrapper add {med['e'] - med['b']:.1f} µs, "
+        f"{paired['(e) / (b)']:.2f}x: usage extraction, pricing and the wrapper "
+        f"{'add' if med['e'] >= med['b'] else 'cost'} {abs(med['e'] - med['b']):.1f} µs "
+        f"{'over' if med['e'] >= med['b'] else 'less than'} the hand-written span, "
         f"and capturing the (empty) completion as `gen_ai.output.messages` adds {med['c'] - med['e']:.1f} µs more."
         if "e" in med else ""
     )
