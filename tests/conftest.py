@@ -118,3 +118,12 @@ def store(session_store: FlakyChdbStore) -> Iterator[FlakyChdbStore]:
     session_store.failing = False
     yield session_store
     session_store.failing = False
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Exporters of SDK tests that pointed at collectors which have since stopped keep retrying on
+    # their daemon threads until the interpreter exits; their log lines after pytest's closing
+    # line are noise, not results.
+    import logging
+
+    logging.getLogger("opentelemetry").setLevel(logging.CRITICAL + 1)
