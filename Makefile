@@ -30,10 +30,10 @@ demo: $(STAMP)
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[collector]'
-	# The peers in a second step: resolved together with the collector's pins, pip backtracks for
-	# many minutes; after it, pip only adjusts what the peers need.
+	# The peers first: traceloop-sdk pins OpenTelemetry a patch release behind the newest, and
+	# resolved together with the collector's dependencies pip backtracks for many minutes.
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[collector]'
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
