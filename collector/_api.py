@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -10,9 +11,16 @@ from fastapi.concurrency import run_in_threadpool
 from . import _queries
 from ._deps import ApiProjectDep, StoreDep
 from ._errors import BadRequest
-from ._timerange import since_to_unix_ns
+from ._timerange import day_or_yesterday, since_to_unix_ns
 
 router = APIRouter(prefix="/api/v1")
+
+
+def _parse_day(value: str | None) -> date:
+    try:
+        return day_or_yesterday(value)
+    except BadRequest as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from exc
 
 
 def _since_ns(since: str) -> int:
@@ -100,17 +108,5 @@ async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = Non
 
     from .alerts._digest import build_digest
 
-    result = await run_in_threadpool(build_digest, store, project, _day(date))
+    result = await run_in_threadpool(build_digest, store, project, _parse_day(date))
     return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
-
-
-def _day(value: str | None):  # -> datetime.date
-    from datetime import date as date_type
-    from datetime import datetime, timedelta, timezone
-
-    if value is None:
-        return datetime.now(timezone.utc).date() - timedelta(days=1)
-    try:
-        return date_type.fromisoformat(value)
-    except ValueError:
-        raise HTTPException(status_code=400, detail=f"'date' must be YYYY-MM-DD; got {value!r}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 from ._errors import BadRequest
 
@@ -30,3 +30,13 @@ def since_to_unix_ns(since: str, *, now_s: float | None = None) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1e9)
+
+
+def day_or_yesterday(value: str | None) -> date:
+    """A ``YYYY-MM-DD`` day (UTC), or yesterday when ``value`` is None."""
+    if value is None:
+        return datetime.now(timezone.utc).date() - timedelta(days=1)
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadRequest(f"'date' must be YYYY-MM-DD; got {value!r}") from None

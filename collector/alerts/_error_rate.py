@@ -49,10 +49,6 @@ class ErrorRateRule:
         if not 0.0 < self.slo < 1.0:
             raise ValueError(f"The 'slo' parameter of ErrorRateRule must be in (0, 1); got {self.slo!r}.")
 
-    @property
-    def history(self) -> timedelta:
-        return max(w.long for w in self.windows)
-
     def lookbacks(self) -> tuple[timedelta, ...]:
         """Every window the rule reads, for the caller to count."""
         return tuple(sorted({w.long for w in self.windows} | {w.short for w in self.windows}))
@@ -96,11 +92,16 @@ class ErrorRateRule:
                     f"{long.transient:,} transient (timeouts, 429, 5xx) and {long.logic:,} logic errors (4xx, "
                     f"validation). Burn {long_burn:.1f}x over {_fmt(window.long)} and {short_burn:.1f}x over "
                     f"{_fmt(window.short)} (threshold {window.burn_rate}x)."
-                    + "".join(f" Most affected {k}: {v}." for k, v in (top_labels or {}).items())
+                    + most_affected(top_labels or {})
                 ),
                 link="/traces?" + urlencode({"service": service, "status": "error"}),
             )
         return None
+
+
+def most_affected(top_labels: Mapping[str, str]) -> str:
+    """The alert body's sentence naming the tenant, model, ... with the most errors."""
+    return "".join(f" Most affected {k}: {v}." for k, v in top_labels.items())
 
 
 def _fmt(delta: timedelta) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 from .._store import Store, encode_rows
 from ._channels import Notifier, NotifierError
 from ._cost import CostRule
-from ._error_rate import Counts, ErrorRateRule
 from ._digest import DIGEST, build_digest, projects_active
+from ._error_rate import Counts, ErrorRateRule, most_affected
 from ._model import Alert, fingerprint
 from ._queue import DepthSample, QueueRule
 from ._state import AlertState, Event, transition
@@ -113,8 +113,7 @@ class Evaluator:
             alert = rule.evaluate(row["project"], row["service"], counts, now)
             if alert is not None:
                 top = self._top_error_labels(row["project"], row["service"], now - min(lookbacks), now)
-                alert = rule.evaluate(row["project"], row["service"], counts, now, top_labels=top)
-                alerts.append(alert)
+                alerts.append(replace(alert, details=alert.details + most_affected(top)))
         return alerts
 
     def _top_error_labels(self, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from .._deps import PageProjectDep, StoreDep
+from .._errors import BadRequest
+from .._timerange import day_or_yesterday
 from ._digest import build_digest
 
 router = APIRouter()
@@ -15,7 +17,9 @@ router = APIRouter()
 @router.get("/digest", response_class=HTMLResponse)
 async def digest_page(store: StoreDep, project: PageProjectDep, date: str | None = None) -> HTMLResponse:
     """Yesterday's digest (or ``date``'s, ``YYYY-MM-DD`` UTC) for the logged-in project."""
-    from .._api import _day
-
-    digest = await run_in_threadpool(build_digest, store, project, _day(date))
+    try:
+        day = day_or_yesterday(date)
+    except BadRequest as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from exc
+    digest = await run_in_threadpool(build_digest, store, project, day)
     return HTMLResponse(digest.html())
