@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from . import _api, _ingest, _metrics
 from ._auth import Authenticator
+from ._decode import Decoder, default_workers
 from ._keys import ProjectKeys
 from ._metrics import Counters
 from ._settings import Settings
@@ -54,6 +55,11 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                         "no active API keys: every request gets 401; create one with "
                         "'infersight keys create --project NAME --data-dir %s'", settings.data_dir
                     )
+            app.state.decoder = Decoder(
+                default_workers() if settings.decode_workers is None else settings.decode_workers,
+                limit_bytes=settings.max_body_bytes,
+            )
+            stack.callback(app.state.decoder.close)
             app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)
             app.state.writer.start()
             stack.callback(app.state.writer.stop)

@@ -35,6 +35,9 @@ _DATA_DIR = click.option(
               help="Largest OTLP body accepted, after decompression.")
 @click.option("--spool-max-mib", default=1024, show_default=True, type=int,
               help="Spool size (compressed) at which /v1/traces answers 503 until the store catches up.")
+@click.option("--decode-workers", type=click.IntRange(min=0),
+              help="Processes decoding OTLP and running the inline detectors "
+                   "[default: one per core but one, 1 to 4; 0: in the server process].")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
 @click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
@@ -48,7 +51,8 @@ _DATA_DIR = click.option(
               help="With --clickhouse-url: create tables ON CLUSTER, Replicated, read and written via Distributed.")
 @channel_options
 @background_options
-def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int, no_auth: bool,
+def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
+              decode_workers: int | None, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
               slack_webhook_url: str | None, public_url: str | None, clickhouse_url: str | None,
               cluster: str | None, **judge_options: object) -> None:
@@ -58,7 +62,8 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
     try:
         settings = Settings(
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
-            auth=not no_auth, spool_max_bytes=spool_max_mib << 20, alerts=not no_alerts, slo=slo,
+            auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
+            alerts=not no_alerts, slo=slo,
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,

@@ -11,6 +11,7 @@ from ._auth import SESSION_COOKIE, Authenticator
 from ._errors import Unauthorized
 from ._metrics import Counters
 from ._settings import Settings
+from ._decode import Decoder
 from ._spool import Spool
 from ._store import Store
 from ._writer import SpoolWriter
@@ -30,6 +31,10 @@ def _spool(request: Request) -> Spool:
 
 def _writer(request: Request) -> SpoolWriter:
     return request.app.state.writer
+
+
+def _decoder(request: Request) -> Decoder:
+    return request.app.state.decoder
 
 
 def _counters(request: Request) -> Counters:
@@ -67,6 +72,7 @@ StoreDep = Annotated[Store, Depends(_store)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 SpoolDep = Annotated[Spool, Depends(_spool)]
 WriterDep = Annotated[SpoolWriter, Depends(_writer)]
+DecoderDep = Annotated[Decoder, Depends(_decoder)]
 CountersDep = Annotated[Counters, Depends(_counters)]
 AuthenticatorDep = Annotated[Authenticator | None, Depends(_authenticator)]
 ApiProjectDep = Annotated[str, Depends(_api_project)]

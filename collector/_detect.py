@@ -1,22 +1,20 @@
-"""Inline detectors in the ingest pipeline: LLM outputs in a batch of ``otel_traces`` rows in,
+"""Inline detectors in the ingest pipeline: LLM outputs in ``otel_traces`` rows in,
 ``detections`` rows out.
 
-Runs in the spool writer, after the batch is stored and before it leaves the spool, so a
-crash replays both inserts and their deduplication tokens keep each exactly once. Only rows
-that carry an output (``gen_ai.output.messages``) are parsed at all.
+Runs in the decode workers (:mod:`._decode`), before the request is acknowledged; the rows it
+returns go into the same spool entry as the spans. Only rows that carry an output
+(``gen_ai.output.messages``) are looked at.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from infersight.detectors import SpanText, run_inline
 
-from ._store import encode_rows
-
 _OUTPUT = "gen_ai.output.messages"
-_MARKER = _OUTPUT.encode()
 
 
 def _output_text(messages_json: str) -> str:
@@ -60,13 +58,10 @@ def span_text(attrs: dict[str, str]) -> SpanText:
     )
 
 
-def detections_for(rows: bytes) -> tuple[bytes, int]:
-    """JSONEachRow ``detections`` for the LLM spans in JSONEachRow ``otel_traces`` ``rows``."""
-    out = []
-    for line in rows.splitlines():
-        if _MARKER not in line:
-            continue
-        row = json.loads(line)
+def detections_for(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``detections`` rows for the LLM spans among ``otel_traces`` ``rows`` (as :func:`~._otlp.to_rows` makes them)."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
         attrs = row.get("SpanAttributes") or {}
         if _OUTPUT not in attrs:
             continue
@@ -89,4 +84,4 @@ def detections_for(rows: bytes) -> tuple[bytes, int]:
              "evidence": d.evidence}
             for d in found
         )
-    return encode_rows(out), len(out)
+    return out

@@ -1,7 +1,8 @@
 """``POST /v1/traces``: the OTLP/HTTP trace receiver.
 
-Authenticate, decode, convert to ``otel_traces`` rows, append to the spool, and answer 200 only
-once the spool has committed; the spool writer stores the rows afterwards.
+Authenticate, decode into ``otel_traces`` rows and run the inline detectors (in the decode
+workers), append to the spool, and answer 200 only once the spool has committed; the spool
+writer stores the rows afterwards.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import _otlp, _otlp_metrics
-from ._deps import AuthenticatorDep, CountersDep, SettingsDep, SpoolDep, StoreDep, WriterDep
+from ._decode import WorkerLost
+from ._deps import AuthenticatorDep, CountersDep, DecoderDep, SettingsDep, SpoolDep, StoreDep, WriterDep
 from ._errors import BadRequest, SpoolError, StoreError
 from ._store import encode_rows
 
@@ -34,6 +36,7 @@ async def receive_traces(
     auth: AuthenticatorDep,
     spool: SpoolDep,
     writer: WriterDep,
+    decoder: DecoderDep,
     counters: CountersDep,
 ) -> Response:
     content_type = request.headers.get("content-type")
@@ -52,16 +55,17 @@ async def receive_traces(
         if bad_media is not None:
             raise bad_media
         body = await request.body()
-        rows, spans, rejected = await run_in_threadpool(
-            _decode, project, body, request.headers.get("content-encoding"), media, settings.max_body_bytes
-        )
-        if spans:
-            await run_in_threadpool(spool.append, project, rows, spans)
+        decoded = await decoder.decode(project, body, request.headers.get("content-encoding"), media)
+        spans, rejected = decoded.spans, decoded.rejected
+        if decoded.entry is not None:
+            await run_in_threadpool(spool.append, decoded.entry)
     except BadRequest as exc:
         counters.add(f"rejected:{exc.status_code}")
         return _error(exc, media)
     except SpoolError as exc:  # full, or a disk error: either way not acknowledged
         counters.add("spans_refused", spans)
+        return _unavailable(str(exc), media)
+    except WorkerLost as exc:
         return _unavailable(str(exc), media)
     if spans:
         counters.add("spans_received", spans)
@@ -99,17 +103,6 @@ async def receive_metrics(
         except StoreError as exc:  # gauges are resent every interval; no spool needed
             return _unavailable(f"store unavailable: {exc}", media)
     return _encode(ExportMetricsServiceResponse(), media, 200)
-
-
-def _decode(
-    project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int
-) -> tuple[bytes, int, list[str]]:
-    """One request as JSONEachRow ``otel_traces`` rows for ``project``, how many, and why any
-    spans were rejected. CPU-bound."""
-    traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
-    rejected: list[str] = []
-    rows = _otlp.to_rows(traces, project, rejected)
-    return encode_rows(rows), len(rows), rejected
 
 
 def _error(exc: BadRequest, media: str) -> Response:

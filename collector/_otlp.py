@@ -11,6 +11,7 @@ import json
 import zlib
 from typing import Any
 
+import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -119,7 +120,8 @@ def _any_to_str(value: AnyValue) -> str:
     if which == "string_value":
         return value.string_value
     if which in ("array_value", "kvlist_value"):
-        return json.dumps(_any_to_python(value), separators=(",", ":"))
+        # orjson: several times faster, and NaN becomes null where json would write invalid JSON.
+        return orjson.dumps(_any_to_python(value)).decode()
     if which is None:
         return ""
     return _scalar_str(value, which)

@@ -23,6 +23,8 @@ class Settings:
         project: the project of every request when ``auth`` is off. With ``auth`` on, the
             project comes from each request's key.
         spool_max_bytes: spool size (compressed) at which ``/v1/traces`` answers 503.
+        decode_workers: processes that decode OTLP and run the inline detectors; ``None``: one
+            per core but one (at least one, at most four); 0: in the server process.
         alerts: run the alert evaluator (every ``evaluation_interval_s``) in this process. A
             deployment runs exactly one evaluator.
         digest_hour_utc: from this hour (UTC) each day, yesterday's daily digest goes out through
@@ -47,6 +49,7 @@ class Settings:
     auth: bool = True
     project: str = "default"
     spool_max_bytes: int = 1024 * 1024 * 1024
+    decode_workers: int | None = None
     alerts: bool = True
     evaluation_interval_s: float = 60.0
     slo: float = 0.995
@@ -74,6 +77,8 @@ class Settings:
             raise ValueError(
                 f"The 'evaluation_interval_s' setting must be positive; got {self.evaluation_interval_s}."
             )
+        if self.decode_workers is not None and self.decode_workers < 0:
+            raise ValueError(f"The 'decode_workers' setting must be 0 or more; got {self.decode_workers}.")
         if self.spool_max_bytes <= 0:
             raise ValueError(
                 f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."

@@ -1,7 +1,8 @@
 """The spool: acknowledged spans wait here, on disk, until the writer has stored them.
 
-One SQLite file in WAL mode under the data directory. :meth:`Spool.append` returns only once
-the entry is committed, so a 200 to the exporter never depends on the store being up. The writer
+One SQLite file in WAL mode under the data directory. An entry is one request: its
+``otel_traces`` rows and the inline detectors' ``detections`` rows, both zlib-compressed
+JSONEachRow. :meth:`Spool.append` returns only once the entry is committed, so a 200 to the exporter never depends on the store being up. The writer
 takes entries back in batches (:meth:`Spool.next_batch`) and deletes them once stored
 (:meth:`Spool.done`).
 
@@ -31,10 +32,31 @@ CREATE TABLE IF NOT EXISTS entries (
     received_s REAL NOT NULL,
     project TEXT NOT NULL,
     row_count INTEGER NOT NULL,
-    body BLOB NOT NULL
+    body BLOB NOT NULL,
+    detections BLOB NOT NULL DEFAULT x''
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One request as the spool keeps it: ``otel_traces`` rows and ``detections`` rows,
+    each zlib-compressed JSONEachRow (compressed by whoever builds the entry, so that work
+    can happen outside the server process)."""
+
+    project: str
+    rows_z: bytes
+    row_count: int
+    detections_z: bytes = b""
+
+    @classmethod
+    def compress(cls, project: str, rows: bytes, row_count: int, detections: bytes = b"") -> Entry:
+        return cls(project, zlib.compress(rows, 1), row_count, zlib.compress(detections, 1) if detections else b"")
+
+    @property
+    def size(self) -> int:
+        return len(self.rows_z) + len(self.detections_z)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,21 +72,21 @@ class SpoolDepth:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Entries ``first_id..last_id`` merged into one insert of ``rows`` JSONEachRow lines."""
+    """Entries ``first_id..last_id`` merged: ``rows`` for ``otel_traces`` and ``detections``
+    for ``detections``, both JSONEachRow."""
 
     first_id: int
     last_id: int
     entries: int
     row_count: int
     rows: bytes
+    detections: bytes
     dedup_token: str
 
 
 @dataclass(slots=True)
 class _Pending:
-    project: str
-    body: bytes
-    row_count: int
+    entry: Entry
     received_s: float
     id: int = 0
     done: bool = False
@@ -91,9 +113,13 @@ class Spool:
         try:
             self._db = self._connect()
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(entries)")}
+            if "detections" not in columns:  # a spool written before detections travelled with spans
+                self._db.execute("ALTER TABLE entries ADD COLUMN detections BLOB NOT NULL DEFAULT x''")
             self._spool_id = self._meta("spool_id") or self._new_spool_id()
             self._entries, self._rows, self._bytes = self._db.execute(
-                "SELECT count(*), coalesce(sum(row_count), 0), coalesce(sum(length(body)), 0) FROM entries"
+                "SELECT count(*), coalesce(sum(row_count), 0),"
+                " coalesce(sum(length(body) + length(detections)), 0) FROM entries"
             ).fetchone()
             # A second connection answers depth() while the first may be inside an fsync.
             self._reader = self._connect()
@@ -126,23 +152,23 @@ class Spool:
         self._db.execute("INSERT INTO meta (key, value) VALUES ('spool_id', ?)", (spool_id,))
         return spool_id
 
-    def append(self, project: str, rows: bytes, row_count: int) -> int:
-        """Store one request's JSONEachRow ``rows`` durably; returns the entry id once committed.
+    def append(self, entry: Entry) -> int:
+        """Store one request's ``entry`` durably; returns the entry id once committed.
 
         Raises :class:`SpoolFull` at the size limit and :class:`SpoolError` when the disk fails.
         Concurrent callers are committed together: whoever holds the commit lock writes every
         entry queued so far in one transaction, so N waiting requests cost one fsync.
         """
-        item = _Pending(project, zlib.compress(rows, 1), row_count, time.time())
+        item = _Pending(entry, time.time())
         with self._state:
             held = self._bytes + self._queued_bytes
-            if held and held + len(item.body) > self.max_bytes:
+            if held and held + entry.size > self.max_bytes:
                 raise SpoolFull(
                     f"the spool holds {held} bytes and its limit is {self.max_bytes}; "
                     "the store is not keeping up, retry later"
                 )
             self._queue.append(item)
-            self._queued_bytes += len(item.body)
+            self._queued_bytes += entry.size
         with self._commit:
             if not item.done:
                 with self._state:
@@ -157,21 +183,22 @@ class Spool:
         try:
             self._db.execute("BEGIN IMMEDIATE")
             for item in group:
+                e = item.entry
                 cursor = self._db.execute(
-                    "INSERT INTO entries (received_s, project, row_count, body) VALUES (?, ?, ?, ?)",
-                    (item.received_s, item.project, item.row_count, item.body),
+                    "INSERT INTO entries (received_s, project, row_count, body, detections) VALUES (?, ?, ?, ?, ?)",
+                    (item.received_s, e.project, e.row_count, e.rows_z, e.detections_z),
                 )
                 item.id = cursor.lastrowid or 0
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             error = exc
             self._rollback()
-        size = sum(len(item.body) for item in group)
+        size = sum(item.entry.size for item in group)
         with self._state:
             self._queued_bytes -= size
             if error is None:
                 self._entries += len(group)
-                self._rows += sum(item.row_count for item in group)
+                self._rows += sum(item.entry.row_count for item in group)
                 self._bytes += size
         for item in group:
             item.error = error
@@ -205,22 +232,24 @@ class Spool:
                     )
                 else:
                     first_id, last_id = map(int, claimed.split())
-                bodies = self._db.execute(
-                    "SELECT body, row_count FROM entries WHERE id BETWEEN ? AND ? ORDER BY id",
+                entries = self._db.execute(
+                    "SELECT body, detections, row_count FROM entries WHERE id BETWEEN ? AND ? ORDER BY id",
                     (first_id, last_id),
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
         try:
-            rows = b"".join(zlib.decompress(body) for body, _ in bodies)
+            rows = b"".join(zlib.decompress(body) for body, _, _ in entries)
+            detections = b"".join(zlib.decompress(found) for _, found, _ in entries if found)
         except zlib.error as exc:
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
         return Batch(
             first_id=first_id,
             last_id=last_id,
-            entries=len(bodies),
-            row_count=sum(count for _, count in bodies),
+            entries=len(entries),
+            row_count=sum(count for _, _, count in entries),
             rows=rows,
+            detections=detections,
             dedup_token=f"{self._spool_id}{first_id:016x}{last_id:016x}",
         )
 
@@ -230,7 +259,7 @@ class Spool:
         rows = size = 0
         # Every entry holds at least one row, so max_rows entries always suffice.
         for entry_id, row_count, length in self._db.execute(
-            "SELECT id, row_count, length(body) FROM entries ORDER BY id LIMIT ?", (max_rows,)
+            "SELECT id, row_count, length(body) + length(detections) FROM entries ORDER BY id LIMIT ?", (max_rows,)
         ):
             if first_id is not None and (rows + row_count > max_rows or size + length > max_bytes):
                 break
@@ -244,7 +273,7 @@ class Spool:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 size = self._db.execute(
-                    "SELECT coalesce(sum(length(body)), 0) FROM entries WHERE id BETWEEN ? AND ?",
+                    "SELECT coalesce(sum(length(body) + length(detections)), 0) FROM entries WHERE id BETWEEN ? AND ?",
                     (batch.first_id, batch.last_id),
                 ).fetchone()[0]
                 self._db.execute(

@@ -8,7 +8,6 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector._detect import detections_for
-from infersight.collector._store import encode_rows
 from tests.conftest import wait_for
 
 LOOP = "Let me check that for you. " + "I will now retry the lookup and report back. " * 12
@@ -54,11 +53,10 @@ def test_sdk_spans_are_checked_and_detections_are_served(collector):
 
 
 def test_rows_without_output_are_not_parsed():
-    rows = encode_rows([
+    rows = [
         {"Timestamp": "1.0", "TraceId": "a", "SpanId": "b", "SpanAttributes": {"gen_ai.operation.name": "chat"}},
         {"Timestamp": "1.0", "TraceId": "a", "SpanId": "c", "ResourceAttributes": {"infersight.project": "p"},
          "SpanAttributes": {"gen_ai.output.messages": '[{"role":"assistant","parts":[{"type":"text","content":"I\'m sorry, but I can\'t help with that."}]}]'}},
-    ])
-    found, count = detections_for(rows)
-    assert count == 1
-    assert b'"label":"refusal.phrase"' in found and b'"project":"p"' in found
+    ]
+    found = detections_for(rows)
+    assert [(d["label"], d["project"], d["span_id"]) for d in found] == [("refusal.phrase", "p", "c")]

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from infersight.collector._errors import SpoolFull
-from infersight.collector._spool import Spool
+from infersight.collector._spool import Entry, Spool
 from infersight.collector._store import encode_rows
 
 
@@ -19,7 +19,7 @@ def rows(n: int, tag: str = "x") -> bytes:
 
 def test_batches_merge_entries_in_order_up_to_the_row_limit(tmp_path):
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
-    ids = [spool.append("p", rows(3, str(i)), 3) for i in range(5)]
+    ids = [spool.append(Entry.compress("p", rows(3, str(i)), 3)) for i in range(5)]
     assert ids == sorted(ids)
 
     batch = spool.next_batch(max_rows=7, max_bytes=1 << 20)
@@ -37,17 +37,17 @@ def test_batches_merge_entries_in_order_up_to_the_row_limit(tmp_path):
 
 def test_an_entry_larger_than_the_row_limit_is_a_batch_of_its_own(tmp_path):
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
-    spool.append("p", rows(50), 50)
-    spool.append("p", rows(1), 1)
+    spool.append(Entry.compress("p", rows(50), 50))
+    spool.append(Entry.compress("p", rows(1), 1))
     assert spool.next_batch(max_rows=10, max_bytes=1 << 20).row_count == 50
 
 
 def test_the_same_batch_comes_back_until_done_also_after_a_restart(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append("p", rows(2, "a"), 2)
+    spool.append(Entry.compress("p", rows(2, "a"), 2))
     first = spool.next_batch(max_rows=100, max_bytes=1 << 20)
-    spool.append("p", rows(2, "b"), 2)  # arrives while the first batch is being inserted
+    spool.append(Entry.compress("p", rows(2, "b"), 2))  # arrives while the first batch is being inserted
     assert spool.next_batch(max_rows=100, max_bytes=1 << 20) == first
     spool.close()  # a crash before done(): the batch may or may not be in the store
 
@@ -62,18 +62,18 @@ def test_the_same_batch_comes_back_until_done_also_after_a_restart(tmp_path):
 def test_tokens_are_never_reused_even_when_the_spool_empties(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append("p", rows(1), 1)
+    spool.append(Entry.compress("p", rows(1), 1))
     batch = spool.next_batch(max_rows=10, max_bytes=1 << 20)
     spool.done(batch)
     spool.close()
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append("p", rows(1), 1)
+    spool.append(Entry.compress("p", rows(1), 1))
     later = spool.next_batch(max_rows=10, max_bytes=1 << 20)
     assert later.first_id > batch.last_id
     assert later.dedup_token != batch.dedup_token
     # A new spool file (say the old one was deleted) starts its ids again, but not its tokens.
     other = Spool(tmp_path / "other.db", max_bytes=1 << 20)
-    other.append("p", rows(1), 1)
+    other.append(Entry.compress("p", rows(1), 1))
     assert other.next_batch(max_rows=10, max_bytes=1 << 20).dedup_token[:16] != batch.dedup_token[:16]
 
 
@@ -82,27 +82,27 @@ def test_full_spool_refuses_until_entries_are_done(tmp_path):
     small = [encode_rows([{"r": secrets.token_hex(100)}]) for _ in range(100)]
     with pytest.raises(SpoolFull, match="limit is 4000"):
         for body in small:
-            spool.append("p", body, 1)
+            spool.append(Entry.compress("p", body, 1))
     assert 3500 < spool.depth().bytes <= 4000
     spool.done(spool.next_batch(max_rows=10_000, max_bytes=1 << 30))
-    spool.append("p", small[0], 1)
+    spool.append(Entry.compress("p", small[0], 1))
 
 
 def test_an_empty_spool_takes_an_entry_above_the_limit(tmp_path):
     # Otherwise a request larger than the limit could never be accepted, however long it waits.
     spool = Spool(tmp_path / "spool.db", max_bytes=1000)
-    spool.append("p", encode_rows([{"r": secrets.token_hex(2000)}]), 1)
+    spool.append(Entry.compress("p", encode_rows([{"r": secrets.token_hex(2000)}]), 1))
     assert spool.depth().bytes > 1000
     with pytest.raises(SpoolFull):
-        spool.append("p", rows(1), 1)
+        spool.append(Entry.compress("p", rows(1), 1))
 
 
 def test_depth_counts_what_waits_and_survives_a_restart(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
     assert spool.depth().oldest_age_s == 0.0
-    spool.append("a", rows(4), 4)
-    spool.append("b", rows(6), 6)
+    spool.append(Entry.compress("a", rows(4), 4))
+    spool.append(Entry.compress("b", rows(6), 6))
     depth = spool.depth()
     assert (depth.entries, depth.rows, depth.max_bytes) == (2, 10, 1 << 20)
     assert 0 < depth.bytes < len(rows(4)) + len(rows(6))  # stored compressed
@@ -118,7 +118,7 @@ def test_concurrent_appends_all_commit_with_distinct_ids(tmp_path):
 
     def worker(n: int) -> None:
         for i in range(25):
-            entry_id = spool.append("p", rows(2, f"{n}-{i}"), 2)
+            entry_id = spool.append(Entry.compress("p", rows(2, f"{n}-{i}"), 2))
             with lock:
                 ids.append(entry_id)
 

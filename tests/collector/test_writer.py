@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from infersight.collector import Settings, create_app
 from infersight.collector._metrics import Counters
 from infersight.collector._otlp import JSON, parse_traces, to_rows
-from infersight.collector._spool import Spool
+from infersight.collector._spool import Entry, Spool
 from infersight.collector._store import encode_rows
 from infersight.collector._writer import SpoolWriter
 from tests.collector.otlp_bodies import genai_spans_json
@@ -26,7 +26,7 @@ def new_project() -> str:
 def spooled(spool: Spool, project: str, spans: int) -> list[str]:
     """Append one request of ``spans`` spans for ``project``; returns their span ids."""
     body, span_ids = genai_spans_json(spans)
-    spool.append(project, encode_rows(to_rows(parse_traces(body, JSON), project)), spans)
+    spool.append(Entry.compress(project, encode_rows(to_rows(parse_traces(body, JSON), project)), spans))
     return span_ids
 
 

@@ -1,0 +1,111 @@
+"""OTLP trace requests into spool entries, in worker processes.
+
+Decoding protobuf into rows is Python, about 25 µs a span, and the inline detectors add more
+for every span with an output. In the server process that work would hold the GIL and share
+one core with the HTTP loop and the spool writer. The :class:`Decoder` runs it in a pool of
+spawned worker processes instead (spawned, not forked: the server process holds chDB and its
+threads), and they hand back the spool entry compressed, so the server only commits it.
+
+Detections are computed here, before the acknowledgement, and travel in the same spool entry
+as the spans: the writer inserts both with the batch's deduplication token, so each is stored
+exactly once even across crashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from functools import partial
+
+from starlette.concurrency import run_in_threadpool
+
+from . import _otlp
+from ._detect import detections_for
+from ._errors import InfersightError
+from ._spool import Entry
+from ._store import encode_rows
+
+
+class WorkerLost(InfersightError):
+    """A decode worker died mid-request; the request was not acknowledged and may be retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """One request, ready for the spool: ``entry`` is ``None`` when no span was accepted."""
+
+    entry: Entry | None
+    spans: int
+    rejected: list[str] = field(default_factory=list)
+
+
+def decode_request(
+    project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int, detect: bool
+) -> Decoded:
+    """Decompress, decode and validate one request into a spool entry for ``project``.
+
+    Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix. CPU-bound
+    and self-contained, so it runs in any process.
+    """
+    traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
+    rejected: list[str] = []
+    rows = _otlp.to_rows(traces, project, rejected)
+    if not rows:
+        return Decoded(None, 0, rejected)
+    found = encode_rows(detections_for(rows)) if detect else b""
+    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), found), len(rows), rejected)
+
+
+def default_workers() -> int:
+    """One core for the server process (HTTP, spool, writer), the rest decode; at most four."""
+    return min(4, max(1, (os.cpu_count() or 2) - 1))
+
+
+def _warm() -> None:
+    # The first request should not pay for importing protobuf, prices and detectors.
+    import infersight.detectors  # noqa: F401
+
+
+class Decoder:
+    """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
+
+    A worker that dies (killed, out of memory) fails the requests it had with
+    :class:`WorkerLost`, which the receiver answers with 503 so the exporter retries, and the
+    pool is replaced for the next request.
+    """
+
+    def __init__(self, workers: int, *, limit_bytes: int, detect: bool = True) -> None:
+        if workers < 0:
+            raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
+        self.workers = workers
+        self.limit_bytes = limit_bytes
+        self.detect = detect
+        self._pool: ProcessPoolExecutor | None = self._new_pool() if workers else None
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_warm
+        )
+        pool.submit(_warm)  # start a worker now rather than at the first request
+        return pool
+
+    async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
+        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.detect)
+        pool = self._pool
+        if pool is None:
+            return await run_in_threadpool(call)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, call)
+        except BrokenProcessPool as exc:
+            if self._pool is pool:
+                self._pool = self._new_pool()
+                pool.shutdown(wait=False)
+            raise WorkerLost(f"a decode worker died: {exc}") from exc
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
