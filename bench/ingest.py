@@ -15,6 +15,7 @@ stored per second including the drain (what the store sustains).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -63,7 +64,22 @@ def _kv(key: str, value: str | int | float | list[str]) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=value))
 
 
-def _span(rng: random.Random, now_ns: int) -> Span:
+_WORDS = ("invoice", "refund", "account", "billing", "plan", "order", "shipping", "password", "the", "your",
+          "we", "can", "see", "that", "please", "check", "under", "settings", "and", "it", "was", "updated")
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < chars:
+        words.append(rng.choice(_WORDS))
+    return " ".join(words).capitalize() + "."
+
+
+def _messages(role: str, text: str) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+
+def _span(rng: random.Random, now_ns: int, content: bool = False) -> Span:
     provider, model, in_price, out_price = rng.choice(_MODELS)
     tokens_in, tokens_out = rng.randint(50, 4000), rng.randint(5, 800)
     start = now_ns - rng.randint(1, 60_000) * 1_000_000  # within the last minute
@@ -84,6 +100,12 @@ def _span(rng: random.Random, now_ns: int) -> Span:
     ]
     if error:
         attributes.append(_kv("error.type", "RateLimitError"))
+    if content:  # what the SDK sends with content capture on: the detectors read the output
+        answer = _text(rng, 400)
+        if rng.random() < 0.02:  # a few answers stuck in a loop
+            answer = "Let me check. " + "I will retry the lookup and report back. " * 12
+        attributes += [_kv("gen_ai.input.messages", _messages("user", _text(rng, 1000))),
+                       _kv("gen_ai.output.messages", _messages("assistant", answer))]
     return Span(
         trace_id=rng.randbytes(16),
         span_id=rng.randbytes(8),
@@ -96,7 +118,7 @@ def _span(rng: random.Random, now_ns: int) -> Span:
     )
 
 
-def build_body(spans: int, seed: int) -> bytes:
+def build_body(spans: int, seed: int, content: bool = False) -> bytes:
     """One serialized ExportTraceServiceRequest, shaped like the SDK's exporter sends it."""
     rng = random.Random(seed)
     now = time.time_ns()
@@ -105,7 +127,7 @@ def build_body(spans: int, seed: int) -> bytes:
     scope = InstrumentationScope(name="infersight.sdk", version="0.1.0")
     request = ExportTraceServiceRequest(resource_spans=[
         ResourceSpans(resource=service, scope_spans=[
-            ScopeSpans(scope=scope, spans=[_span(rng, now) for _ in range(spans)])
+            ScopeSpans(scope=scope, spans=[_span(rng, now, content) for _ in range(spans)])
         ])
     ])
     return request.SerializeToString()
@@ -114,6 +136,7 @@ def build_body(spans: int, seed: int) -> bytes:
 @dataclass
 class IngestResult:
     batch: int
+    content: bool  # spans carry input and output messages, so the inline detectors run on each
     body_bytes: int
     requests_ok: int
     requests_failed: int
@@ -125,6 +148,8 @@ class IngestResult:
     latencies_s: list[float]
     collector_cpu_s: float  # over load_s
     client_cpu_s: float  # this process (the client threads), over load_s
+    max_spool_age_s: float  # oldest unstored entry, sampled during the load: ack -> queryable, worst seen
+    max_rss_mib: float  # collector and its workers together, sampled during the load
 
     @property
     def acked_per_s(self) -> float:
@@ -158,23 +183,45 @@ class Collector:
         response.raise_for_status()
         return int(response.json()["spans"])
 
-    def metric(self, name: str) -> int | None:
+    def metric(self, name: str) -> float | None:
         """A value from ``/metrics`` (Prometheus text), or None if the collector has no such metric."""
         text = self.http.get(f"{self.url}/metrics").text
         match = re.search(rf"^infersight_{name} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
-        return None if match is None else int(float(match.group(1)))
+        return None if match is None else float(match.group(1))
 
-    def cpu_seconds(self) -> float:
-        """utime + stime of the collector and its decode workers, so the table can say whether
-        the collector was the bottleneck."""
-        total = 0
+    def _processes(self) -> list[Path]:
+        """/proc entries of the collector and its children (the decode workers)."""
+        out = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:  # gone meanwhile
                 continue
             if stat.parent.name == str(self.pid) or fields[1] == str(self.pid):  # fields[1]: the parent
-                total += int(fields[11]) + int(fields[12])
+                out.append(stat.parent)
+        return out
+
+    def rss_mib(self) -> float:
+        total = 0
+        for proc in self._processes():
+            try:
+                status = (proc / "status").read_text()
+            except OSError:
+                continue
+            match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+            total += int(match.group(1)) if match else 0
+        return total / 1024
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the collector and its decode workers, so the table can say whether
+        the collector was the bottleneck."""
+        total = 0
+        for proc in self._processes():
+            try:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
         return total / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
@@ -198,9 +245,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def load(c: Collector, batch: int, seconds: float, max_spans: int, drain_timeout_s: float) -> IngestResult:
+def load(
+    c: Collector, batch: int, seconds: float, max_spans: int, drain_timeout_s: float, content: bool = False
+) -> IngestResult:
     """Drive the collector with ``batch``-span bodies until ``seconds`` pass or ``max_spans`` are sent."""
-    bodies = [build_body(batch, seed=batch * 1000 + i) for i in range(BODY_POOL)]
+    bodies = [build_body(batch, seed=batch * 1000 + i, content=content) for i in range(BODY_POOL)]
     headers = {"content-type": "application/x-protobuf", **c.auth}
     lock = threading.Lock()
     sent = acked = ok = failed = 0  # sent: spans reserved for sending, to stop at max_spans
@@ -233,24 +282,38 @@ def load(c: Collector, batch: int, seconds: float, max_spans: int, drain_timeout
                     else:
                         failed += 1
 
+    ages: list[float] = []
+    rss: list[float] = []
+
+    def monitor() -> None:
+        # Four times a second: cheap next to the load (one small GET, a few /proc reads).
+        while not stop_monitor.wait(0.25):
+            ages.append(c.metric("spool_oldest_age_seconds") or 0.0)
+            rss.append(c.rss_mib())
+
     started = time.monotonic()
     deadline = started + seconds
+    stop_monitor = threading.Event()
+    watcher = threading.Thread(target=monitor)
+    watcher.start()
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(CLIENT_THREADS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     load_s = time.monotonic() - started
+    stop_monitor.set()
+    watcher.join()
     cpu, client_cpu = c.cpu_seconds() - cpu_before, _own_cpu_seconds() - client_before
     counter_after = c.metric("spans_stored_total")
     stored_during = None
     if counter_before is not None and counter_after is not None:
-        stored_during = counter_after - counter_before
+        stored_during = int(counter_after - counter_before)
 
     drain_s = _wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
     stored = c.stored_spans() - stored_before
-    return IngestResult(batch, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
-                        latencies, cpu, client_cpu)
+    return IngestResult(batch, content, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
+                        latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0))
 
 
 def _own_cpu_seconds() -> float:
@@ -268,60 +331,70 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None
     return time.monotonic() - started
 
 
-def run(quick: bool = False, batches: tuple[int, ...] = (512,)) -> list[IngestResult]:
+def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[bool, ...] = (False, True)) -> list[IngestResult]:
     seconds, max_spans, drain_timeout_s = (4.0, 100_000, 30.0) if quick else (15.0, 600_000, 60.0)
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
     collector: Collector | None = None
     try:
         collector = Collector(data_dir)
-        return [load(collector, b, seconds, max_spans, drain_timeout_s) for b in batches]
+        return [load(collector, b, seconds, max_spans, drain_timeout_s, with_content)
+                for with_content in content for b in batches]
     finally:
         if collector is not None:
             collector.close()
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-STAGES = ("decode + rows + JSON (request)", "spool append (request)", "chDB insert + MV (writer)")
+STAGES = ("decode, detectors, JSON, LZ4 (worker)", "spool append (server)", "chDB insert + views (writer)")
 
 
 @dataclass
 class StageCost:
     batch: int
+    content: bool
     repeat: int
     us_per_span: dict[str, float]  # stage -> median µs per span
 
 
-def stage_costs(batches: tuple[int, ...] = (100, 1000, 5000), repeat: int = 10) -> list[StageCost]:
+def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> list[StageCost]:
     """The pipeline's steps timed one by one in this process, to show where a span's time goes.
 
     Calls the collector's internal functions, so it breaks loudly when they change (run.py then
     reports it and carries on). It opens an embedded store here, which chDB allows once per
-    process, so run it last. 5000 is the largest batch the spool writer merges requests into.
+    process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
     from infersight.collector import _otlp
-    from infersight.collector._spool import Entry, Spool
-    from infersight.collector._store import ChdbStore, encode_rows
+    from infersight.collector._decode import decode_request
+    from infersight.collector._spool import Spool
+    from infersight.collector._store import ChdbStore
 
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-stages-"))
     store = ChdbStore(data_dir / "store")
     spool = Spool(data_dir / "spool.db", max_bytes=1 << 34)
     out = []
     try:
-        for batch in batches:
-            body = build_body(batch, seed=7)
-            samples: dict[str, list[float]] = {k: [] for k in STAGES}
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                rows = encode_rows(_otlp.to_rows(_otlp.parse_traces(body, _otlp.PROTOBUF), PROJECT))
-                t1 = time.perf_counter()
-                spool.append(Entry.compress(PROJECT, rows, batch))
-                t2 = time.perf_counter()
-                store.insert("otel_traces", rows)
-                t3 = time.perf_counter()
-                for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2)):
-                    samples[key].append(dt)
-            # Median, not mean: one descheduling on this shared machine would dominate a mean.
-            out.append(StageCost(batch, repeat, {k: statistics.median(v) / batch * 1e6 for k, v in samples.items()}))
+        for content in (False, True):
+            for batch in batches:
+                body = build_body(batch, seed=7, content=content)
+                samples: dict[str, list[float]] = {k: [] for k in STAGES}
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    decoded = decode_request(PROJECT, body, None, _otlp.PROTOBUF, 1 << 30, True)
+                    assert decoded.entry is not None
+                    t1 = time.perf_counter()
+                    spool.append(decoded.entry)
+                    t2 = time.perf_counter()
+                    batch_rows = spool.next_batch(max_rows=batch, max_bytes=1 << 34)
+                    assert batch_rows is not None
+                    t3 = time.perf_counter()
+                    store.insert("otel_traces", batch_rows.rows)
+                    t4 = time.perf_counter()
+                    spool.done(batch_rows)
+                    for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3)):
+                        samples[key].append(dt)
+                # Median, not mean: one descheduling on this shared machine would dominate a mean.
+                out.append(StageCost(batch, content, repeat,
+                                     {k: statistics.median(v) / batch * 1e6 for k, v in samples.items()}))
     finally:
         spool.close()
         store.close()
@@ -331,33 +404,37 @@ def stage_costs(batches: tuple[int, ...] = (100, 1000, 5000), repeat: int = 10) 
 
 def format_stages(costs: list[StageCost]) -> str:
     lines = [
-        "| spans per request or insert | " + " | ".join(STAGES) + " |",
-        "|---:|" + "---:|" * len(STAGES),
+        "| spans | content | " + " | ".join(STAGES) + " |",
+        "|---:|---|" + "---:|" * len(STAGES),
     ]
     for c in costs:
-        lines.append(f"| {c.batch:,} | " + " | ".join(f"{c.us_per_span[k]:.1f}" for k in STAGES) + " |")
+        lines.append(f"| {c.batch:,} | {'yes' if c.content else 'no'} | "
+                     + " | ".join(f"{c.us_per_span[k]:.1f}" for k in STAGES) + " |")
     return "\n".join(lines)
 
 
 def format_table(results: list[IngestResult]) -> str:
     lines = [
         f"{CLIENT_THREADS} client threads, OTLP/HTTP protobuf, no gzip, with a project key; "
-        "collector on 127.0.0.1 with the embedded store.",
+        "collector on 127.0.0.1 with the embedded store, inline detectors on. 'content': every span "
+        "carries ~1 KB of input and ~0.4 KB of output messages, so the detectors read each one.",
         "",
-        "| spans/request | body KiB | requests | spans acked | acked spans/s | stored during load "
-        "| drain s | stored spans/s (end to end) | vs 20k/s | spans stored | p50 ms | p99 ms | collector CPU | client CPU | failed |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| spans/request | content | body KiB | requests | spans acked | acked spans/s | stored during load "
+        "| drain s | stored spans/s (end to end) | vs 20k/s | spans stored | ack p50 ms | ack p99 ms "
+        "| ack -> stored, worst s | collector CPU | collector RSS MiB | client CPU | failed |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         e2e = r.stored_per_s
         check = "" if r.spans_stored == r.spans_acked else " (MISMATCH)"
         lines.append(
-            f"| {r.batch:,} | {r.body_bytes / 1024:.0f} | {r.requests_ok:,} | {r.spans_acked:,} | "
+            f"| {r.batch:,} | {'yes' if r.content else 'no'} | {r.body_bytes / 1024:.0f} | {r.requests_ok:,} | {r.spans_acked:,} | "
             f"{r.acked_per_s:,.0f} | {'n/a' if r.stored_during_load is None else f'{r.stored_during_load:,}'} | "
             f"{'timeout' if r.drain_s is None else f'{r.drain_s:.1f}'} | "
             f"{'n/a' if e2e is None else f'{e2e:,.0f}'} | "
             f"{(e2e or 0) / TARGET_SPANS_PER_S:.0%} | {r.spans_stored:,}{check} | "
-            f"{r.latency_ms(0.50):.0f} | {r.latency_ms(0.99):.0f} | {r.collector_cpu_s / r.load_s:.0%} | "
+            f"{r.latency_ms(0.50):.0f} | {r.latency_ms(0.99):.0f} | {r.max_spool_age_s:.1f} | "
+            f"{r.collector_cpu_s / r.load_s:.0%} | {r.max_rss_mib:,.0f} | "
             f"{r.client_cpu_s / r.load_s:.0%} | {r.requests_failed} |"
         )
     return "\n".join(lines)

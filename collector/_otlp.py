@@ -119,6 +119,11 @@ def _any_to_str(value: AnyValue) -> str:
     which = value.WhichOneof("value")
     if which == "string_value":
         return value.string_value
+    if which == "array_value":
+        # Arrays are mostly of non-empty strings (finish reasons): skip the generic walk.
+        strings = [v.string_value for v in value.array_value.values]
+        if all(strings):
+            return orjson.dumps(strings).decode()
     if which in ("array_value", "kvlist_value"):
         # orjson: several times faster, and NaN becomes null where json would write invalid JSON.
         return orjson.dumps(_any_to_python(value)).decode()
@@ -155,10 +160,10 @@ def _attributes(key_values: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for kv in key_values:
         value = kv.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            out[kv.key] = value.string_value
-        elif which == "int_value":
+        text = value.string_value  # most values are strings: one call instead of WhichOneof first
+        if text:
+            out[kv.key] = text
+        elif value.WhichOneof("value") == "int_value":
             out[kv.key] = str(value.int_value)
         else:
             out[kv.key] = _any_to_str(value)

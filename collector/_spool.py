@@ -1,7 +1,7 @@
 """The spool: acknowledged spans wait here, on disk, until the writer has stored them.
 
 One SQLite file in WAL mode under the data directory. An entry is one request: its
-``otel_traces`` rows and the inline detectors' ``detections`` rows, both zlib-compressed
+``otel_traces`` rows and the inline detectors' ``detections`` rows, both LZ4-compressed
 JSONEachRow. :meth:`Spool.append` returns only once the entry is committed, so a 200 to the exporter never depends on the store being up. The writer
 takes entries back in batches (:meth:`Spool.next_batch`) and deletes them once stored
 (:meth:`Spool.done`).
@@ -24,6 +24,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import lz4.frame
+
 from ._errors import SpoolError, SpoolFull
 
 _SCHEMA = """
@@ -39,10 +41,25 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def _compress(data: bytes) -> bytes:
+    # LZ4, not zlib: ~5x cheaper to compress and ~8x to decompress, for 8x instead of 11x on
+    # span rows; at 20k spans/s zlib alone took a tenth of a core.
+    return lz4.frame.compress(data)
+
+
+def _decompress(blob: bytes) -> bytes:
+    if blob.startswith(_LZ4_MAGIC):
+        return lz4.frame.decompress(blob)
+    return zlib.decompress(blob)  # written by a collector from before LZ4
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One request as the spool keeps it: ``otel_traces`` rows and ``detections`` rows,
-    each zlib-compressed JSONEachRow (compressed by whoever builds the entry, so that work
+    each LZ4-compressed JSONEachRow (compressed by whoever builds the entry, so that work
     can happen outside the server process)."""
 
     project: str
@@ -52,7 +69,7 @@ class Entry:
 
     @classmethod
     def compress(cls, project: str, rows: bytes, row_count: int, detections: bytes = b"") -> Entry:
-        return cls(project, zlib.compress(rows, 1), row_count, zlib.compress(detections, 1) if detections else b"")
+        return cls(project, _compress(rows), row_count, _compress(detections) if detections else b"")
 
     @property
     def size(self) -> int:
@@ -239,9 +256,9 @@ class Spool:
             except sqlite3.Error as exc:
                 raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
         try:
-            rows = b"".join(zlib.decompress(body) for body, _, _ in entries)
-            detections = b"".join(zlib.decompress(found) for _, found, _ in entries if found)
-        except zlib.error as exc:
+            rows = b"".join(_decompress(body) for body, _, _ in entries)
+            detections = b"".join(_decompress(found) for _, found, _ in entries if found)
+        except (zlib.error, RuntimeError) as exc:  # RuntimeError: what lz4 raises for a bad frame
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
         return Batch(
             first_id=first_id,

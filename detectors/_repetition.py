@@ -29,6 +29,8 @@ from ._base import Detection, SpanText, check_param, output_text_of, positive_in
 # in size with space-separated languages.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]+")
+_HAS_CJK = re.compile(rf"[{_CJK}]")
+_WORD_OR_PUNCT = re.compile(r"\w+|[^\w\s]+")
 _DIGITS = re.compile(r"\d+")
 _LETTER = re.compile(r"[^\W\d_]")
 _LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+(.*)")
@@ -113,19 +115,21 @@ class RepetitionDetector:
     def detect(self, span: SpanText) -> list[Detection]:
         """Return one ``repetition.loop`` or ``repetition.suspect`` detection, or nothing."""
         text = output_text_of(span)
-        loop = self._hard(text, bool(span.expect_json))
+        window = text[-self.tail_chars :]
+        raw_tokens = _tokens(window)
+        loop = self._hard(text, window, raw_tokens, bool(span.expect_json))
         if loop is not None:
             return [loop]
         if span.expect_json:
             return []
-        suspect = self._soft(text)
+        prose = _prose_tail(text, self.soft_window_chars)
+        # A short answer of plain prose is its own tail: tokenise it once, not twice.
+        suspect = self._soft(prose, raw_tokens if prose == window else _tokens(prose))
         return [suspect] if suspect is not None else []
 
     # -- hard rule ---------------------------------------------------------------------------
 
-    def _hard(self, text: str, expect_json: bool) -> Detection | None:
-        window = text[-self.tail_chars :]
-        raw_tokens = _TOKEN.findall(window)
+    def _hard(self, text: str, window: str, raw_tokens: list[str], expect_json: bool) -> Detection | None:
         if len(raw_tokens) < self.min_loop_tokens:
             return None
         loop = self._periodic_tail(raw_tokens, None)
@@ -165,14 +169,14 @@ class RepetitionDetector:
 
     # -- soft rule ---------------------------------------------------------------------------
 
-    def _soft(self, text: str) -> Detection | None:
-        prose = _prose_tail(text, self.soft_window_chars)
-        tokens = _normalise(_TOKEN.findall(prose))
+    def _soft(self, prose: str, raw_tokens: list[str]) -> Detection | None:
+        tokens = _normalise(raw_tokens)
         if len(tokens) < _SOFT_MIN_TOKENS:
             return None
         # After digit normalisation a run of numbers is "0 , 0 , 0": its 4-grams repeat
         # without anything being said twice, so only 4-grams with a word in them count.
-        wordy = {token for token in set(tokens) if _LETTER.search(token)}
+        # (isalpha() first: C-speed, and a token it accepts always has a letter.)
+        wordy = {token for token in set(tokens) if token.isalpha() or _LETTER.search(token)}
         grams = [
             gram
             for gram in zip(tokens, tokens[1:], tokens[2:], tokens[3:])
@@ -191,6 +195,25 @@ class RepetitionDetector:
         return Detection(
             self.name, self.version, "repetition.suspect", share, _most_repeated(tokens)
         )
+
+
+def _tokens(text: str) -> list[str]:
+    """``_TOKEN.findall(text)``, three times faster for text without CJK (most of it).
+
+    Python's regex engine spends ~90 ns a character on ``_TOKEN``; ``str.split`` and
+    ``isalnum`` run in C. Tokens never span whitespace, and without CJK ``_TOKEN`` is
+    ``\\w+|[^\\w\\s]+``, where ``\\w`` is exactly ``isalnum()`` or ``_``: a chunk that
+    ``isalnum()`` is one token, any other chunk is split by the regex.
+    """
+    if _HAS_CJK.search(text):
+        return _TOKEN.findall(text)
+    out: list[str] = []
+    for chunk in text.split():
+        if chunk.isalnum():
+            out.append(chunk)
+        else:
+            out += _WORD_OR_PUNCT.findall(chunk)
+    return out
 
 
 def _normalise(tokens: list[str]) -> list[str]:
