@@ -168,9 +168,9 @@ class IngestResult:
 class Collector:
     """The collector child process plus the HTTP calls the benchmark makes besides the load."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, extra_args: tuple[str, ...] = ()) -> None:
         self.key = _create_key(data_dir)
-        self.process = CollectorProcess(data_dir, _free_port()).start()
+        self.process = CollectorProcess(data_dir, _free_port(), extra_args=extra_args).start()
         assert self.process.process is not None
         self.pid = self.process.process.pid
         self.url = self.process.url
@@ -331,12 +331,13 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None
     return time.monotonic() - started
 
 
-def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[bool, ...] = (False, True)) -> list[IngestResult]:
+def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[bool, ...] = (False, True),
+        collector_args: tuple[str, ...] = ()) -> list[IngestResult]:
     seconds, max_spans, drain_timeout_s = (4.0, 100_000, 30.0) if quick else (15.0, 600_000, 60.0)
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
     collector: Collector | None = None
     try:
-        collector = Collector(data_dir)
+        collector = Collector(data_dir, collector_args)
         return [load(collector, b, seconds, max_spans, drain_timeout_s, with_content)
                 for with_content in content for b in batches]
     finally:
@@ -445,8 +446,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few seconds per batch size")
     parser.add_argument("--batch", type=int, action="append",
                         help="spans per request (repeatable); default 512, the issue's load")
+    parser.add_argument("--decode-workers", type=int, help="passed to the collector (default: its own)")
     args = parser.parse_args()
-    print(format_table(run(args.quick, tuple(args.batch or (512,)))))
+    extra = () if args.decode_workers is None else ("--decode-workers", str(args.decode_workers))
+    print(format_table(run(args.quick, tuple(args.batch or (512,)), collector_args=extra)))
     print()
     print(format_stages(stage_costs(repeat=3 if args.quick else 10)))
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -65,6 +67,19 @@ def default_workers() -> int:
     return min(4, max(1, (os.cpu_count() or 2) - 1))
 
 
+def _start_worker(server_pid: int) -> None:
+    # A worker blocked on its task queue does not notice that the server was killed (kill -9,
+    # OOM): it would live on as an orphan. Watch the parent and leave with it.
+    threading.Thread(target=_exit_with, args=(server_pid,), name="exit-with-server", daemon=True).start()
+    _warm()
+
+
+def _exit_with(server_pid: int) -> None:
+    while os.getppid() == server_pid:
+        time.sleep(0.5)
+    os._exit(0)
+
+
 def _warm() -> None:
     # The first request should not pay for importing protobuf, prices and detectors.
     import infersight.detectors  # noqa: F401
@@ -88,7 +103,8 @@ class Decoder:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
-            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_warm
+            self.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker, initargs=(os.getpid(),),
         )
         pool.submit(_warm)  # start a worker now rather than at the first request
         return pool

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
@@ -27,6 +29,20 @@ def send_until_refused(url: str, acked: list[str], stop: threading.Event) -> Non
                 return  # killed mid-request: not acknowledged, the exporter would retry it
             if response.status_code == 200:
                 acked.extend(span_ids)
+
+
+def decode_workers(server_pid: int) -> list[int]:
+    """Pids of the collector's decode workers (its children running multiprocessing's spawn)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if parent == str(server_pid) and b"spawn_main" in command:
+            pids.append(int(stat.parent.name))
+    return pids
 
 
 def store_counts(data_dir) -> dict[str, dict[str, int]]:
@@ -55,8 +71,12 @@ def test_kill_9_while_clients_send_loses_and_doubles_nothing_acknowledged(tmp_pa
         for sender in senders:
             sender.start()
         wait_for(lambda: sum(map(len, acked)) >= 1500, timeout_s=20)
+        workers = decode_workers(first.process.pid)
+        assert workers, "the collector runs no decode worker"
         first.process.kill()  # SIGKILL: no shutdown, no drain, no close
         first.process.wait()
+        # Its decode workers leave with it rather than live on as orphans.
+        assert wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in workers), timeout_s=10)
     finally:
         stop.set()
         for sender in senders:
