@@ -447,9 +447,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, action="append",
                         help="spans per request (repeatable); default 512, the issue's load")
     parser.add_argument("--decode-workers", type=int, help="passed to the collector (default: its own)")
+    parser.add_argument("--content", choices=("no", "yes", "both"), default="both",
+                        help="spans without content, with content, or one load of each (default)")
     args = parser.parse_args()
     extra = () if args.decode_workers is None else ("--decode-workers", str(args.decode_workers))
-    print(format_table(run(args.quick, tuple(args.batch or (512,)), collector_args=extra)))
+    content = {"no": (False,), "yes": (True,), "both": (False, True)}[args.content]
+    print(format_table(run(args.quick, tuple(args.batch or (512,)), content, collector_args=extra)))
     print()
     print(format_stages(stage_costs(repeat=3 if args.quick else 10)))
 
