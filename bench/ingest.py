@@ -150,6 +150,7 @@ class IngestResult:
     client_cpu_s: float  # this process (the client threads), over load_s
     max_spool_age_s: float  # oldest unstored entry, sampled during the load: ack -> queryable, worst seen
     max_rss_mib: float  # collector and its workers together, sampled during the load
+    cpu_by_place: dict[str, float]  # CPU_PLACES -> CPU time over load time (1.0 = one core)
 
     @property
     def acked_per_s(self) -> float:
@@ -201,6 +202,25 @@ class Collector:
                 out.append(stat.parent)
         return out
 
+    def thread_ticks(self) -> dict[str, int]:
+        """CPU clock ticks so far by where they went: decode workers, ClickHouse inserts,
+        ClickHouse merges, the server's Python threads, and the rest. A profile by thread,
+        because most of the collector's CPU is spent in chDB's native threads, which a
+        Python profiler does not see."""
+        out: dict[str, int] = {}
+        for proc in self._processes():
+            is_server = proc.name == str(self.pid)
+            for task in (proc / "task").glob("*/stat"):
+                try:
+                    raw = task.read_text()
+                except OSError:
+                    continue
+                name = raw[raw.index("(") + 1 : raw.rindex(")")]
+                fields = raw.rsplit(")", 1)[1].split()
+                where = _thread_category(is_server, name)
+                out[where] = out.get(where, 0) + int(fields[11]) + int(fields[12])
+        return out
+
     def rss_mib(self) -> float:
         total = 0
         for proc in self._processes():
@@ -227,6 +247,22 @@ class Collector:
     def close(self) -> None:
         self.http.close()
         self.process.stop()
+
+
+CPU_PLACES = ("decode workers", "server: Python (HTTP, spool, writer)", "chDB: inserts and views",
+              "chDB: merges", "other")
+
+
+def _thread_category(is_server: bool, thread_name: str) -> str:
+    if not is_server:
+        return CPU_PLACES[0]
+    if thread_name.startswith("python"):  # Python threads keep the interpreter's name
+        return CPU_PLACES[1]
+    if thread_name.startswith(("ThreadPool", "QueryPipeline", "QueryPullPipeEx", "PushingAsyncPipe")):
+        return CPU_PLACES[2]
+    if thread_name.startswith("MergeMutate"):
+        return CPU_PLACES[3]
+    return CPU_PLACES[4]
 
 
 def _create_key(data_dir: Path) -> str:
@@ -260,6 +296,7 @@ def load(
     stored_before = c.stored_spans()
     counter_before = c.metric("spans_stored_total")
     cpu_before, client_before = c.cpu_seconds(), _own_cpu_seconds()
+    ticks_before = c.thread_ticks()
 
     def worker(index: int) -> None:
         nonlocal sent, acked, ok, failed
@@ -305,6 +342,9 @@ def load(
     stop_monitor.set()
     watcher.join()
     cpu, client_cpu = c.cpu_seconds() - cpu_before, _own_cpu_seconds() - client_before
+    ticks = c.thread_ticks()
+    per_tick = 1 / os.sysconf("SC_CLK_TCK") / load_s
+    by_place = {p: (ticks.get(p, 0) - ticks_before.get(p, 0)) * per_tick for p in CPU_PLACES}
     counter_after = c.metric("spans_stored_total")
     stored_during = None
     if counter_before is not None and counter_after is not None:
@@ -313,7 +353,7 @@ def load(
     drain_s = _wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
     stored = c.stored_spans() - stored_before
     return IngestResult(batch, content, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
-                        latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0))
+                        latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0), by_place)
 
 
 def _own_cpu_seconds() -> float:
@@ -332,14 +372,16 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None
 
 
 def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[bool, ...] = (False, True),
-        collector_args: tuple[str, ...] = ()) -> list[IngestResult]:
+        collector_args: tuple[str, ...] = (), rounds: int = 1) -> list[IngestResult]:
+    """Each load ``rounds`` times against one collector (so later rounds also merge earlier data):
+    one run on this shared machine can be 15% off the next."""
     seconds, max_spans, drain_timeout_s = (4.0, 100_000, 30.0) if quick else (15.0, 600_000, 60.0)
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
     collector: Collector | None = None
     try:
         collector = Collector(data_dir, collector_args)
         return [load(collector, b, seconds, max_spans, drain_timeout_s, with_content)
-                for with_content in content for b in batches]
+                for with_content in content for b in batches for _ in range(rounds)]
     finally:
         if collector is not None:
             collector.close()
@@ -441,6 +483,21 @@ def format_table(results: list[IngestResult]) -> str:
     return "\n".join(lines)
 
 
+def format_cpu(results: list[IngestResult]) -> str:
+    """Where the collector's CPU went during each load, in cores and µs per acknowledged span."""
+    lines = [
+        "| spans/request | content | " + " | ".join(CPU_PLACES) + " | client |",
+        "|---:|---|" + "---:|" * (len(CPU_PLACES) + 1),
+    ]
+    for r in results:
+        rate = r.acked_per_s
+        cells = [f"{r.cpu_by_place[p]:.0%} ({r.cpu_by_place[p] / rate * 1e6:.0f} µs)" for p in CPU_PLACES]
+        client = r.client_cpu_s / r.load_s
+        cells.append(f"{client:.0%} ({client / rate * 1e6:.0f} µs)")
+        lines.append(f"| {r.batch:,} | {'yes' if r.content else 'no'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Collector OTLP ingest throughput.")
     parser.add_argument("--quick", action="store_true", help="a few seconds per batch size")
@@ -449,10 +506,14 @@ def main() -> None:
     parser.add_argument("--decode-workers", type=int, help="passed to the collector (default: its own)")
     parser.add_argument("--content", choices=("no", "yes", "both"), default="both",
                         help="spans without content, with content, or one load of each (default)")
+    parser.add_argument("--rounds", type=int, default=1, help="run each load this many times")
     args = parser.parse_args()
     extra = () if args.decode_workers is None else ("--decode-workers", str(args.decode_workers))
     content = {"no": (False,), "yes": (True,), "both": (False, True)}[args.content]
-    print(format_table(run(args.quick, tuple(args.batch or (512,)), content, collector_args=extra)))
+    results = run(args.quick, tuple(args.batch or (512,)), content, collector_args=extra, rounds=args.rounds)
+    print(format_table(results))
+    print()
+    print(format_cpu(results))
     print()
     print(format_stages(stage_costs(repeat=3 if args.quick else 10)))
 

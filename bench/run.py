@@ -89,14 +89,20 @@ def profile_sentence(p: sdk_overhead.Profile) -> str:
 
 def ingest_sentence(results: list[ingest.IngestResult]) -> str:
     verified = all(r.spans_stored == r.spans_acked for r in results)
-    rates = ", ".join(
-        f"{r.acked_per_s:,.0f} spans/s acknowledged and {r.stored_per_s or 0:,.0f} stored end to end with "
-        f"{r.batch:,}-span requests{' carrying content' if r.content else ''}" for r in results
-    )
+    parts = []
+    for content in sorted({r.content for r in results}):
+        shape = [r for r in results if r.content == content]
+        acked = sorted(r.acked_per_s for r in shape)
+        stored = sorted(r.stored_per_s or 0 for r in shape)
+        span = lambda xs: f"{xs[0]:,.0f}" if len(xs) == 1 else f"{xs[0]:,.0f}-{xs[-1]:,.0f}"
+        parts.append(
+            f"{'with' if content else 'without'} content, {span(acked)} spans/s acknowledged and "
+            f"{span(stored)} stored end to end over {len(shape)} load{'s' if len(shape) > 1 else ''}"
+        )
     return (
-        f"The collector took {rates}, against a target of {ingest.TARGET_SPANS_PER_S:,} spans/s, on "
-        f"{os.cpu_count()} CPUs shared with the client threads and with whatever else the machine runs. "
-        + ("After the drain, `/api/v1/summary` counted exactly the acknowledged spans."
+        f"The collector took, {'; '.join(parts)}, against a target of {ingest.TARGET_SPANS_PER_S:,} spans/s, "
+        f"on {os.cpu_count()} CPUs shared with the client threads and with whatever else the machine runs. "
+        + ("After each drain, `/api/v1/summary` counted exactly the acknowledged spans."
            if verified else "**The stored count differs from the acknowledged count** (see the table).")
         + " Ack latency is per request as the client sees it, queueing behind the other threads included;"
         " 'ack -> stored' is the oldest spool entry's age, sampled four times a second: an entry leaves the"
@@ -127,10 +133,8 @@ def stages_sentence(costs: list[ingest.StageCost]) -> str:
     )
 
 
-def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk_overhead.OverheadResult,
-           prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult], peer_rows: list[dict],
-           loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str) -> str:
-    rows = "\n".join(f"| {k} | {v} |" for k, v in info)
+def ingest_section(loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str,
+                   run_note: str = "") -> str:
     if isinstance(stages, str):
         stage_text = f"The stage breakdown was {stages}"
     else:
@@ -139,6 +143,66 @@ def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk
             f"functions, median µs per span over {stages[0].repeat} repetitions per size.\n\n"
             f"{ingest.format_stages(stages)}\n\n{stages_sentence(stages)}"
         )
+    return f"""## Collector ingest (`bench/ingest.py`)
+
+`infersight collector` as a child process with a fresh data directory and its defaults (one
+decode worker process per core but one, inline detectors on); pre-encoded OTLP
+`ExportTraceServiceRequest` bodies of 512 GenAI spans (12 attributes each: operation, provider,
+request/response model, input/output tokens, finish reasons, tenant, user, route, cost, cost
+source; with content, also input and output messages) POSTed to `/v1/traces` with a project key
+made by `infersight keys create`. The collector
+answers 200 once spans are durable in its spool and stores them from there, so the table shows both
+the acknowledged rate and the end-to-end stored rate (acknowledged spans over load time plus the time
+the spool took to drain); afterwards `/api/v1/summary?since=1h` must count exactly the acknowledged
+spans. CPU columns are CPU time over wall time (100% = one core); the collector's include its
+decode workers.
+
+{run_note}{ingest.format_table(loads)}
+
+{ingest_sentence(loads)}
+
+### Where the collector's CPU goes
+
+CPU time by thread during each load (100% = one core), and per acknowledged span. Most of it is
+spent in chDB's native threads, which a Python profiler cannot see, so this profile is by thread:
+the decode workers, the server process's Python threads, chDB's insert pipeline (the
+`otel_traces` insert and its materialized views) and its background merges.
+
+{ingest.format_cpu(loads)}
+
+### Where an ingest request's time goes
+
+{stage_text}
+"""
+
+
+# Sections other scripts write into BENCHMARKS.md by hand (bench/detectors.py, bench/dashboards.py):
+# a rewrite keeps them.
+_OWN_SECTIONS_END = "\n## Detectors"
+
+
+def write(output: Path, text: str) -> None:
+    """Write ``text`` to ``output``, keeping what follows the sections this script owns."""
+    kept = ""
+    if output.exists():
+        old = output.read_text()
+        at = old.find(_OWN_SECTIONS_END)
+        kept = old[at:] if at >= 0 else ""
+    output.write_text(text.rstrip("\n") + "\n" + kept)
+
+
+def replace_ingest(output: Path, section: str) -> None:
+    """Replace only the ingest section of ``output`` (from its heading to the next ``## ``)."""
+    old = output.read_text()
+    start = old.index("## Collector ingest")
+    end = old.find("\n## ", start + 1)
+    output.write_text(old[:start] + section.rstrip("\n") + "\n" + (old[end:] if end >= 0 else ""))
+
+
+def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk_overhead.OverheadResult,
+           prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult], peer_rows: list[dict],
+           loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str) -> str:
+    rows = "\n".join(f"| {k} | {v} |" for k, v in info)
     return f"""# Benchmarks
 
 Written by `bench/run.py`{" (quick run: fewer rounds, shorter load)" if quick else ""}. These numbers came from:
@@ -195,28 +259,7 @@ infersight decorator also extracts usage, prices the call and captures the (empt
 
 {peers.format_table(peer_rows)}
 
-## Collector ingest (`bench/ingest.py`)
-
-`infersight collector` as a child process with a fresh data directory and its defaults (one
-decode worker process per core but one, inline detectors on); pre-encoded OTLP
-`ExportTraceServiceRequest` bodies of 512 GenAI spans (12 attributes each: operation, provider,
-request/response model, input/output tokens, finish reasons, tenant, user, route, cost, cost
-source; with content, also input and output messages) POSTed to `/v1/traces` with a project key
-made by `infersight keys create`. The collector
-answers 200 once spans are durable in its spool and stores them from there, so the table shows both
-the acknowledged rate and the end-to-end stored rate (acknowledged spans over load time plus the time
-the spool took to drain); afterwards `/api/v1/summary?since=1h` must count exactly the acknowledged
-spans. CPU columns are CPU time over wall time (100% = one core); the collector's include its
-decode workers.
-
-{ingest.format_table(loads)}
-
-{ingest_sentence(loads)}
-
-### Where an ingest request's time goes
-
-{stage_text}
-"""
+{ingest_section(loads, stages)}"""
 
 
 def main() -> None:
@@ -225,6 +268,8 @@ def main() -> None:
     parser.add_argument("--peers-python", default=None,
                         help="Interpreter with langfuse and traceloop-sdk for bench/peers.py (default: this one)")
     parser.add_argument("--output", type=Path, default=None, help="Markdown file to write (default: BENCHMARKS.md on full runs)")
+    parser.add_argument("--only", choices=("ingest",), default=None,
+                        help="run only the ingest benchmark and replace only its section of the output")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     # Under make, MAKELEVEL is set; otherwise record the command actually typed.
@@ -232,6 +277,8 @@ def main() -> None:
 
     started = time.monotonic()
     info = machine()
+    if args.only == "ingest":
+        return _ingest_only(args.quick, output, command, info, started)
     print("SDK overhead ...", flush=True)
     overhead = sdk_overhead.run(args.quick)
     print(sdk_overhead.format_tables(overhead), "\n", flush=True)
@@ -241,18 +288,35 @@ def main() -> None:
     print(stream_overhead.format_table(streams), "\n", flush=True)
     peer_rows = peers.run(args.quick, args.peers_python)
     print(peers.format_table(peer_rows), "\n", flush=True)
+    loads, stages = _run_ingest(args.quick)
+    if output is not None:
+        write(output, render(command, args.quick, info, overhead, prof, streams, peer_rows, loads, stages))
+        print(f"wrote {output}")
+    print(f"total {time.monotonic() - started:.0f} s")
+
+
+def _run_ingest(quick: bool) -> tuple[list[ingest.IngestResult], list[ingest.StageCost] | str]:
     print("Collector ingest ...", flush=True)
-    loads = ingest.run(args.quick)
+    loads = ingest.run(quick, rounds=1 if quick else 3)
     print(ingest.format_table(loads), "\n", flush=True)
+    print(ingest.format_cpu(loads), "\n", flush=True)
     try:  # last: it opens chDB in this process; and it uses collector internals that may move
-        stages: list[ingest.StageCost] | str = ingest.stage_costs(repeat=3 if args.quick else 10)
+        stages: list[ingest.StageCost] | str = ingest.stage_costs(repeat=3 if quick else 10)
     except Exception as exc:
         stages = f"unavailable in this run: {type(exc).__name__}: {exc}"
     print(stages if isinstance(stages, str) else ingest.format_stages(stages), "\n", flush=True)
+    return loads, stages
 
+
+def _ingest_only(quick: bool, output: Path | None, command: str, info: list[tuple[str, str]], started: float) -> None:
+    loads, stages = _run_ingest(quick)
     if output is not None:
-        output.write_text(render(command, args.quick, info, overhead, prof, streams, peer_rows, loads, stages))
-        print(f"wrote {output}")
+        facts = dict(info)
+        note = (f"This section was rerun on its own (`{command}`) on {facts['date']}, git {facts['git']}, "
+                f"{facts['CPUs (nproc)']} CPUs, load average at start {facts['load average at start (1, 5, 15 min)']}; "
+                "the machine table at the top belongs to the other sections.\n\n")
+        replace_ingest(output, ingest_section(loads, stages, note))
+        print(f"wrote the ingest section of {output}")
     print(f"total {time.monotonic() - started:.0f} s")
 
 

@@ -198,7 +198,8 @@ class RepetitionDetector:
 
 
 def _tokens(text: str) -> list[str]:
-    """``_TOKEN.findall(text)``, three times faster for text without CJK (most of it).
+    """``_TOKEN.findall(text)``, about twice as fast for prose without CJK, a little faster
+    for JSON and code.
 
     Python's regex engine spends ~90 ns a character on ``_TOKEN``; ``str.split`` and
     ``isalnum`` run in C. Tokens never span whitespace, and without CJK ``_TOKEN`` is
@@ -208,11 +209,17 @@ def _tokens(text: str) -> list[str]:
     if _HAS_CJK.search(text):
         return _TOKEN.findall(text)
     out: list[str] = []
+    words = punctuated = 0
     for chunk in text.split():
         if chunk.isalnum():
             out.append(chunk)
-        else:
-            out += _WORD_OR_PUNCT.findall(chunk)
+            words += 1
+            continue
+        punctuated += 1
+        if punctuated > 16 and punctuated > words:
+            # JSON or code: one regex pass over the whole text is cheaper than one per chunk.
+            return _WORD_OR_PUNCT.findall(text)
+        out += _WORD_OR_PUNCT.findall(chunk)
     return out
 
 

@@ -3,8 +3,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infersight.detectors import RepetitionDetector, SpanText
+from infersight.detectors._repetition import _TOKEN, _tokens
 
 from .texts import NORMAL_TEXTS, PROSE
 
@@ -129,3 +132,21 @@ def test_rejects_bad_parameters_with_a_clear_message():
         RepetitionDetector(max_unit_tokens=0)
     with pytest.raises(ValueError, match="'soft_ngram_share'"):
         RepetitionDetector(soft_ngram_share=1.5)
+
+
+# The fast tokeniser must see exactly the tokens of the reference regex, or the loop rules
+# would judge a different text: prose, JSON-like punctuation runs (its bail-out), CJK, digits,
+# underscores, odd numerics and non-breaking spaces.
+_ALPHABET = "abc XYZ_é1²٣.,!?-'\"\n\t  ()[]{}:日本語한국어ひらがなカタカナ😀\u00a0\u2003ⅫÆß"
+
+
+@given(st.text(alphabet=_ALPHABET, max_size=400))
+@settings(max_examples=400, deadline=None)
+def test_fast_tokeniser_matches_the_reference_regex(text):
+    assert _tokens(text) == _TOKEN.findall(text)
+
+
+def test_fast_tokeniser_on_json_takes_the_one_pass_path():
+    record = '{"id": 17, "name": "Ada", "tags": ["x", "y"], "ok": true}, '
+    text = "[" + record * 40 + "]"
+    assert _tokens(text) == _TOKEN.findall(text)
