@@ -202,12 +202,12 @@ class Collector:
                 out.append(stat.parent)
         return out
 
-    def thread_ticks(self) -> dict[str, int]:
-        """CPU clock ticks so far by where they went: decode workers, ClickHouse inserts,
-        ClickHouse merges, the server's Python threads, and the rest. A profile by thread,
-        because most of the collector's CPU is spent in chDB's native threads, which a
-        Python profiler does not see."""
-        out: dict[str, int] = {}
+    def thread_ticks(self) -> dict[tuple[str, str], tuple[str, int]]:
+        """CPU clock ticks so far per thread ((pid, tid) -> (where, ticks)): decode workers,
+        ClickHouse inserts, ClickHouse merges, the server's Python threads, the rest. A profile
+        by thread, because most of the collector's CPU is spent in chDB's native threads, which
+        a Python profiler does not see."""
+        out: dict[tuple[str, str], tuple[str, int]] = {}
         for proc in self._processes():
             is_server = proc.name == str(self.pid)
             for task in (proc / "task").glob("*/stat"):
@@ -217,8 +217,7 @@ class Collector:
                     continue
                 name = raw[raw.index("(") + 1 : raw.rindex(")")]
                 fields = raw.rsplit(")", 1)[1].split()
-                where = _thread_category(is_server, name)
-                out[where] = out.get(where, 0) + int(fields[11]) + int(fields[12])
+                out[(proc.name, task.parent.name)] = (_thread_category(is_server, name), int(fields[11]) + int(fields[12]))
         return out
 
     def rss_mib(self) -> float:
@@ -250,7 +249,7 @@ class Collector:
 
 
 CPU_PLACES = ("decode workers", "server: Python (HTTP, spool, writer)", "chDB: inserts and views",
-              "chDB: merges", "other")
+              "chDB: merges", "other, and threads that ended during the load")
 
 
 def _thread_category(is_server: bool, thread_name: str) -> str:
@@ -344,7 +343,11 @@ def load(
     cpu, client_cpu = c.cpu_seconds() - cpu_before, _own_cpu_seconds() - client_before
     ticks = c.thread_ticks()
     per_tick = 1 / os.sysconf("SC_CLK_TCK") / load_s
-    by_place = {p: (ticks.get(p, 0) - ticks_before.get(p, 0)) * per_tick for p in CPU_PLACES}
+    by_place = dict.fromkeys(CPU_PLACES, 0.0)
+    for thread, (place, now) in ticks.items():  # a thread that started during the load counts from 0
+        by_place[place] += max(now - ticks_before.get(thread, (place, 0))[1], 0) * per_tick
+    # A thread that ended took its ticks with it; the process totals still hold them.
+    by_place[CPU_PLACES[-1]] += max(cpu / load_s - sum(by_place.values()), 0.0)
     counter_after = c.metric("spans_stored_total")
     stored_during = None
     if counter_before is not None and counter_after is not None:

@@ -208,6 +208,8 @@ def _tokens(text: str) -> list[str]:
     """
     if _HAS_CJK.search(text):
         return _TOKEN.findall(text)
+    if text.lstrip()[:1] in ("{", "["):  # JSON: punctuation everywhere, one regex pass is cheapest
+        return _WORD_OR_PUNCT.findall(text)
     out: list[str] = []
     words = punctuated = 0
     for chunk in text.split():
@@ -216,8 +218,8 @@ def _tokens(text: str) -> list[str]:
             words += 1
             continue
         punctuated += 1
-        if punctuated > 16 and punctuated > words:
-            # JSON or code: one regex pass over the whole text is cheaper than one per chunk.
+        if punctuated > 8 and punctuated > words:
+            # Code or the like: one regex pass over the whole text is cheaper than one per chunk.
             return _WORD_OR_PUNCT.findall(text)
         out += _WORD_OR_PUNCT.findall(chunk)
     return out
