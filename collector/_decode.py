@@ -27,13 +27,9 @@ from starlette.concurrency import run_in_threadpool
 
 from . import _otlp
 from ._detect import detections_for
-from ._errors import InfersightError
+from ._errors import WorkerLost
 from ._spool import Entry
 from ._store import encode_rows
-
-
-class WorkerLost(InfersightError):
-    """A decode worker died mid-request; the request was not acknowledged and may be retried."""
 
 
 @dataclass(frozen=True, slots=True)

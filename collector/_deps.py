@@ -1,8 +1,8 @@
 """Shared FastAPI dependencies: what the app opened at startup, and the caller's project.
 
 The accessors are ``async def`` although they never await: FastAPI runs a plain ``def``
-dependency in its thread pool, and six such hops per OTLP request cost the server process
-about a third of its CPU at 20k spans/s.
+dependency in its thread pool, a hop per dependency per request. (The OTLP receivers use no
+dependencies at all, see :mod:`._ingest`.)
 """
 
 from __future__ import annotations
@@ -14,36 +14,11 @@ from fastapi import Depends, HTTPException, Request
 
 from ._auth import SESSION_COOKIE, Authenticator
 from ._errors import Unauthorized
-from ._metrics import Counters
-from ._decode import Decoder
-from ._settings import Settings
-from ._spool import Spool
 from ._store import Store
-from ._writer import SpoolWriter
 
 
 async def _store(request: Request) -> Store:
     return request.app.state.store
-
-
-async def _settings(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-async def _spool(request: Request) -> Spool:
-    return request.app.state.spool
-
-
-async def _writer(request: Request) -> SpoolWriter:
-    return request.app.state.writer
-
-
-async def _decoder(request: Request) -> Decoder:
-    return request.app.state.decoder
-
-
-async def _counters(request: Request) -> Counters:
-    return request.app.state.counters
 
 
 async def _authenticator(request: Request) -> Authenticator | None:
@@ -74,11 +49,6 @@ def _page_project(request: Request) -> str:
 
 
 StoreDep = Annotated[Store, Depends(_store)]
-SettingsDep = Annotated[Settings, Depends(_settings)]
-SpoolDep = Annotated[Spool, Depends(_spool)]
-WriterDep = Annotated[SpoolWriter, Depends(_writer)]
-DecoderDep = Annotated[Decoder, Depends(_decoder)]
-CountersDep = Annotated[Counters, Depends(_counters)]
 AuthenticatorDep = Annotated[Authenticator | None, Depends(_authenticator)]
 ApiProjectDep = Annotated[str, Depends(_api_project)]
 PageProjectDep = Annotated[str, Depends(_page_project)]

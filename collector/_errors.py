@@ -7,6 +7,7 @@
     │   └── UnsupportedMediaType  neither protobuf nor JSON (415)
     ├── SpoolError            the spool cannot take or give back entries (HTTP 503)
     │   └── SpoolFull         the spool is at its size limit; the exporter should retry later
+    ├── WorkerLost            a decode worker died mid-request (HTTP 503; the exporter retries)
     └── StoreError            the store cannot be opened or used
         └── DataDirLocked     another process owns the embedded store's data directory
 """
@@ -39,6 +40,10 @@ class SpoolError(InfersightError):
 
 
 class SpoolFull(SpoolError):
+    pass
+
+
+class WorkerLost(InfersightError):
     pass
 
 

@@ -17,8 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from . import _otlp, _otlp_metrics
 from ._auth import Authenticator
-from ._decode import Decoder, WorkerLost
-from ._errors import BadRequest, SpoolError, StoreError
+from ._decode import Decoder
+from ._errors import BadRequest, SpoolError, StoreError, WorkerLost
 from ._metrics import Counters
 from ._settings import Settings
 from ._spool import Spool

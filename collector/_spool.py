@@ -2,9 +2,9 @@
 
 One SQLite file in WAL mode under the data directory. An entry is one request: its
 ``otel_traces`` rows and the inline detectors' ``detections`` rows, both LZ4-compressed
-JSONEachRow. :meth:`Spool.append` returns only once the entry is committed, so a 200 to the exporter never depends on the store being up. The writer
-takes entries back in batches (:meth:`Spool.next_batch`) and deletes them once stored
-(:meth:`Spool.done`).
+JSONEachRow. :meth:`Spool.append` returns only once the entry is committed, so a 200 to the
+exporter never depends on the store being up. The writer takes entries back in batches
+(:meth:`Spool.next_batch`) and deletes them once stored (:meth:`Spool.done`).
 
 Exactly once into ClickHouse, across crashes: a batch's id range is recorded (durably) before it
 is inserted, and the insert carries a deduplication token derived from that range. After a crash
