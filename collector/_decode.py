@@ -37,13 +37,14 @@ class Decoded:
     """One request, ready for the spool: ``entry`` is ``None`` when no span was accepted."""
 
     entry: Entry | None
-    spans: int
     rejected: list[str] = field(default_factory=list)
 
+    @property
+    def spans(self) -> int:
+        return 0 if self.entry is None else self.entry.row_count
 
-def decode_request(
-    project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int, detect: bool
-) -> Decoded:
+
+def decode_request(project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int) -> Decoded:
     """Decompress, decode and validate one request into a spool entry for ``project``.
 
     Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix. CPU-bound
@@ -53,9 +54,9 @@ def decode_request(
     rejected: list[str] = []
     rows = _otlp.to_rows(traces, project, rejected)
     if not rows:
-        return Decoded(None, 0, rejected)
-    found = encode_rows(detections_for(rows)) if detect else b""
-    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), found), len(rows), rejected)
+        return Decoded(None, rejected)
+    found = encode_rows(detections_for(rows))
+    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), found), rejected)
 
 
 def default_workers() -> int:
@@ -89,12 +90,11 @@ class Decoder:
     pool is replaced for the next request.
     """
 
-    def __init__(self, workers: int, *, limit_bytes: int, detect: bool = True) -> None:
+    def __init__(self, workers: int, *, limit_bytes: int) -> None:
         if workers < 0:
             raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
         self.workers = workers
         self.limit_bytes = limit_bytes
-        self.detect = detect
         self._pool: ProcessPoolExecutor | None = self._new_pool() if workers else None
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -102,11 +102,11 @@ class Decoder:
             self.workers, mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker, initargs=(os.getpid(),),
         )
-        pool.submit(_warm)  # start a worker now rather than at the first request
+        pool.submit(os.getpid)  # any task: it starts a worker (which warms up) now, not at the first request
         return pool
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
-        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.detect)
+        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes)
         pool = self._pool
         if pool is None:
             return await run_in_threadpool(call)

@@ -25,13 +25,19 @@ async def _authenticator(request: Request) -> Authenticator | None:
     return request.app.state.authenticator
 
 
-def _api_project(request: Request) -> str:
-    """The project of the request's API key, or 401 with a JSON ``detail``."""
+def key_project(request: Request) -> str:
+    """The project of the request's API key (:class:`~._errors.Unauthorized` without a valid
+    one), or the dev mode's single project."""
     auth: Authenticator | None = request.app.state.authenticator
     if auth is None:
         return request.app.state.settings.project
+    return auth.project_for_authorization(request.headers.get("authorization"))
+
+
+def _api_project(request: Request) -> str:
+    """The project of the request's API key, or 401 with a JSON ``detail``."""
     try:
-        return auth.project_for_authorization(request.headers.get("authorization"))
+        return key_project(request)
     except Unauthorized as exc:
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 

@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import _otlp, _otlp_metrics
-from ._auth import Authenticator
 from ._decode import Decoder
+from ._deps import key_project
 from ._errors import BadRequest, SpoolError, StoreError, WorkerLost
 from ._metrics import Counters
 from ._settings import Settings
@@ -35,13 +35,9 @@ RETRY_AFTER_S = 5
 # the server process's GIL time at 20k spans/s (py-spy --gil), and an OTLP body is protobuf
 # or OTLP/JSON that FastAPI could neither validate nor document anyway.
 async def receive_traces(request: Request) -> Response:
-    state = request.app.state
-    settings: Settings = state.settings
-    auth: Authenticator | None = state.authenticator
-    spool: Spool = state.spool
-    writer: SpoolWriter = state.writer
-    decoder: Decoder = state.decoder
-    counters: Counters = state.counters
+    decoder: Decoder = request.app.state.decoder
+    spool: Spool = request.app.state.spool
+    counters: Counters = request.app.state.counters
     content_type = request.headers.get("content-type")
     try:
         media = _otlp.media_type(content_type)
@@ -51,10 +47,7 @@ async def receive_traces(request: Request) -> Response:
         bad_media = None
     spans = 0
     try:
-        # Before the body is read: an unauthenticated caller costs no decoding.
-        project = settings.project if auth is None else auth.project_for_authorization(
-            request.headers.get("authorization")
-        )
+        project = key_project(request)  # before the body is read: an unauthenticated caller costs no decoding
         if bad_media is not None:
             raise bad_media
         body = await request.body()
@@ -72,6 +65,7 @@ async def receive_traces(request: Request) -> Response:
         return _unavailable(str(exc), media)
     if spans:
         counters.add("spans_received", spans)
+        writer: SpoolWriter = request.app.state.writer
         writer.wake()
     response = ExportTraceServiceResponse()
     if rejected:
@@ -84,25 +78,21 @@ async def receive_traces(request: Request) -> Response:
 
 async def receive_metrics(request: Request) -> Response:
     """OTLP metrics: the SDK's queue gauges are stored in ``queue_depth``; others are accepted."""
-    state = request.app.state
-    settings: Settings = state.settings
-    auth: Authenticator | None = state.authenticator
-    store: Store = state.store
-    counters: Counters = state.counters
+    settings: Settings = request.app.state.settings
+    counters: Counters = request.app.state.counters
     try:
         media = _otlp.media_type(request.headers.get("content-type"))
     except BadRequest as exc:
         return _error(exc, _otlp.JSON)
     try:
-        project = settings.project if auth is None else auth.project_for_authorization(
-            request.headers.get("authorization")
-        )
+        project = key_project(request)
         body = _otlp.decompress(await request.body(), request.headers.get("content-encoding"), settings.max_body_bytes)
         rows = _otlp_metrics.queue_rows(_otlp_metrics.parse_metrics(body, media), project)
     except BadRequest as exc:
         counters.add(f"rejected:{exc.status_code}")
         return _error(exc, media)
     if rows:
+        store: Store = request.app.state.store
         try:
             await run_in_threadpool(store.insert, "queue_depth", encode_rows(rows))
         except StoreError as exc:  # gauges are resent every interval; no spool needed
