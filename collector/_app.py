@@ -58,6 +58,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             app.state.decoder = Decoder(
                 default_workers() if settings.decode_workers is None else settings.decode_workers,
                 limit_bytes=settings.max_body_bytes,
+                window=settings.ingest_window,
             )
             stack.callback(app.state.decoder.close)
             app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)

@@ -13,7 +13,7 @@ from infersight.judges._cli import background_options, judge_settings
 from infersight.judges._cli import judge as judge_cli
 
 from ._errors import InfersightError
-from ._settings import Settings
+from ._settings import IngestWindow, Settings
 from .alerts._cli import alerts_cli, channel_options
 
 
@@ -38,6 +38,10 @@ _DATA_DIR = click.option(
 @click.option("--decode-workers", type=click.IntRange(min=0),
               help="Processes decoding OTLP and running the inline detectors "
                    "[default: one per core but one, 1 to 4; 0: in the server process].")
+@click.option("--ingest-days-back", default=30, show_default=True, type=int,
+              help="Spans that started longer ago than this are rejected (OTLP partial_success).")
+@click.option("--ingest-days-ahead", default=1, show_default=True, type=int,
+              help="Spans that start further ahead of this machine's clock are rejected.")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
 @click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
@@ -52,7 +56,7 @@ _DATA_DIR = click.option(
 @channel_options
 @background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
-              decode_workers: int | None, no_auth: bool,
+              decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
               slack_webhook_url: str | None, public_url: str | None, clickhouse_url: str | None,
               cluster: str | None, **judge_options: object) -> None:
@@ -63,6 +67,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
         settings = Settings(
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
             auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
+            ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead),
             alerts=not no_alerts, slo=slo,
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,

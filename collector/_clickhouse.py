@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from . import _schema
 from ._errors import StoreError
+from ._store import insert_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOKEN = re.compile(r"^[0-9a-f]+$")
@@ -73,7 +74,7 @@ class ClickHouseStore:
         try:
             self._client.raw_insert(table, None, rows, fmt="JSONEachRow", settings=settings)
         except Exception as exc:
-            raise StoreError(f"insert into {table} failed: {exc}") from exc
+            raise insert_error(table, exc) from exc
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         try:

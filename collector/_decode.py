@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from . import _otlp
 from ._detect import detections_for
 from ._errors import WorkerLost
+from ._settings import IngestWindow
 from ._spool import Entry
 from ._store import encode_rows
 
@@ -44,7 +45,14 @@ class Decoded:
         return 0 if self.entry is None else self.entry.row_count
 
 
-def decode_request(project: str, body: bytes, content_encoding: str | None, media: str, limit_bytes: int) -> Decoded:
+def decode_request(
+    project: str,
+    body: bytes,
+    content_encoding: str | None,
+    media: str,
+    limit_bytes: int,
+    window: IngestWindow | None = None,
+) -> Decoded:
     """Decompress, decode and validate one request into a spool entry for ``project``.
 
     Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix. CPU-bound
@@ -52,11 +60,12 @@ def decode_request(project: str, body: bytes, content_encoding: str | None, medi
     """
     traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
     rejected: list[str] = []
-    rows = _otlp.to_rows(traces, project, rejected)
+    rows = _otlp.to_rows(traces, project, rejected, window=window)
     if not rows:
         return Decoded(None, rejected)
     found = encode_rows(detections_for(rows))
-    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), found), rejected)
+    entry = Entry.compress(project, encode_rows(rows), len(rows), found, days=_otlp.day_range(rows))
+    return Decoded(entry, rejected)
 
 
 def default_workers() -> int:
@@ -90,11 +99,12 @@ class Decoder:
     pool is replaced for the next request.
     """
 
-    def __init__(self, workers: int, *, limit_bytes: int) -> None:
+    def __init__(self, workers: int, *, limit_bytes: int, window: IngestWindow | None = None) -> None:
         if workers < 0:
             raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
         self.workers = workers
         self.limit_bytes = limit_bytes
+        self.window = window or IngestWindow()
         self._pool: ProcessPoolExecutor | None = self._new_pool() if workers else None
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -106,7 +116,7 @@ class Decoder:
         return pool
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
-        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes)
+        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
         pool = self._pool
         if pool is None:
             return await run_in_threadpool(call)

@@ -8,7 +8,7 @@
     ├── SpoolError            the spool cannot take or give back entries (HTTP 503)
     │   └── SpoolFull         the spool is at its size limit; the exporter should retry later
     ├── WorkerLost            a decode worker died mid-request (HTTP 503; the exporter retries)
-    └── StoreError            the store cannot be opened or used
+    └── StoreError            the store cannot be opened or used (``transient``: may pass by itself)
         └── DataDirLocked     another process owns the embedded store's data directory
 """
 
@@ -48,7 +48,16 @@ class WorkerLost(InfersightError):
 
 
 class StoreError(InfersightError):
-    pass
+    """The store did not do what was asked.
+
+    ``transient`` tells the spool writer what to do with a failed insert: ``True`` when the
+    store could not be reached or was overloaded (retry the same rows until it passes), ``False``
+    when ClickHouse refused these rows themselves (retrying them alone will never succeed).
+    """
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class DataDirLocked(StoreError):

@@ -19,8 +19,13 @@ _COUNTERS = {
     "spans_received": "Spans acknowledged to exporters (safe in the spool).",
     "spans_stored": "Spans written from the spool to the store.",
     "spans_refused": "Spans answered 503 because the spool was full; exporters retry them.",
-    "store_errors": "Failed store inserts; the batch stayed in the spool and was retried.",
-    "spans_rejected": "Spans left out of accepted requests (bad ids or times), reported as OTLP partial_success.",
+    "store_errors": "Failed store inserts; the batch was retried, or halved when the store refused its rows.",
+    "spans_dead_lettered": "Acknowledged spans the store refused, set aside in the dead_letters table with the reason.",
+    "detections_dropped": "Detections of stored spans that the store refused (they can be computed again).",
+    "spans_rejected": (
+        "Spans left out of accepted requests (bad ids or times, outside the ingest window), "
+        "reported as OTLP partial_success."
+    ),
     "detections": "Soft failures the inline detectors found in stored LLM outputs.",
 }
 _REJECTED = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ._enrich import add_cost
 from ._errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from ._settings import DAY_NS, IngestWindow
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -187,6 +189,25 @@ def _ts(unix_nano: int) -> str:
 _MAX_UNIX_NANO = 9_223_372_036 * 10**9  # 2262-04-11, DateTime64(9)'s last second
 
 
+def _outside(start: int, bounds: tuple[int, int], window: IngestWindow) -> str | None:
+    if start < bounds[0]:
+        days = (bounds[0] - start) / DAY_NS + window.days_back
+        return f"starts {days:.1f} days ago; spans of the last {window.days_back} days are stored (--ingest-days-back)"
+    if start > bounds[1]:
+        days = (start - bounds[1]) / DAY_NS + window.days_ahead
+        return (
+            f"starts {days:.1f} days ahead of the collector's clock; spans up to {window.days_ahead} "
+            "days ahead are stored (--ingest-days-ahead)"
+        )
+    return None
+
+
+def day_range(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    """First and last day (since 1970-01-01, UTC) of ``rows``' ``Timestamp``, as :func:`to_rows` writes it."""
+    days = [int(row["Timestamp"][:-10]) // 86_400 for row in rows]
+    return min(days), max(days)
+
+
 def _invalid(span: Any) -> str | None:
     if len(span.trace_id) != 16 or not any(span.trace_id):
         return "trace_id must be 16 non-zero bytes"
@@ -225,15 +246,23 @@ def _links(links: Any) -> dict[str, list[Any]]:
 
 
 def to_rows(
-    request: ExportTraceServiceRequest, project: str, rejected: list[str] | None = None
+    request: ExportTraceServiceRequest,
+    project: str,
+    rejected: list[str] | None = None,
+    *,
+    window: IngestWindow | None = None,
+    now_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Flatten a request into ``otel_traces`` rows, stamping every resource with ``project``.
 
     The project always comes from the caller (the API key), never from the span: a resource
     attribute claiming another project is overwritten. Spans with tokens and a known model but
     no cost (other instrumentations) get one (:func:`~._enrich.add_cost`). Spans that cannot be
-    stored are left out, and why is appended to ``rejected`` when given.
+    stored, or that start outside ``window`` (measured from ``now_s``, default: now), are left
+    out, and why is appended to ``rejected`` when given.
     """
+    window = window or IngestWindow()
+    bounds = window.bounds_ns(now_s)
     rows: list[dict[str, Any]] = []
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
@@ -242,7 +271,7 @@ def to_rows(
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
             for span in scope_spans.spans:
-                problem = _invalid(span)
+                problem = _invalid(span) or _outside(span.start_time_unix_nano, bounds, window)
                 if problem is not None:
                     if rejected is not None:
                         rejected.append(f"span {span.span_id.hex() or '(empty)'} ({span.name!r}): {problem}")

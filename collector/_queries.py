@@ -34,7 +34,26 @@ def summary(store: Store, project: str, since_ns: int) -> dict[str, Any]:
     )
     out = _shape(overall)
     out["tenants"] = [{"tenant": row["tenant"], **_shape(row)} for row in tenants]
+    out["dead_letters"] = dead_letters(store, project, since_ns)
     return out
+
+
+def dead_letters(store: Store, project: str, since_ns: int) -> dict[str, Any]:
+    """Acknowledged requests of ``project`` the store refused since ``since_ns`` (kept in
+    ``dead_letters``, not in the figures): how many, their spans, and the latest reason."""
+    (row,) = store.query(
+        "SELECT count() AS requests, sum(spans) AS spans, argMax(reason, stored) AS last_reason,"
+        " toString(max(stored)) AS last_at FROM dead_letters"
+        " WHERE project = {project:String} AND stored >= fromUnixTimestamp64Nano({since_ns:Int64})",
+        {"project": project, "since_ns": since_ns},
+    )
+    requests = int(row["requests"])
+    return {
+        "requests": requests,
+        "spans": int(row["spans"]),
+        "last_reason": row["last_reason"] if requests else None,
+        "last_at": row["last_at"] if requests else None,
+    }
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:

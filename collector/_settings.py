@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from infersight.judges import JudgeSettings
+
+
+DAY_NS = 86_400 * 10**9
+
+
+@dataclass(frozen=True, slots=True)
+class IngestWindow:
+    """Spans are stored when they start at most ``days_back`` days before the collector's clock
+    and at most ``days_ahead`` days after it; others are rejected one by one.
+
+    A backfill of old spans or a client with a wrong clock would otherwise write into hundreds
+    of daily partitions (ClickHouse refuses an insert touching more than 100) and outlive
+    their TTL on arrival. ``days_back + days_ahead`` stays under 99 so one request never spans
+    more than 100 days.
+    """
+
+    days_back: int = 30
+    days_ahead: int = 1
+
+    def __post_init__(self) -> None:
+        if self.days_back < 1 or self.days_ahead < 0 or self.days_back + self.days_ahead > 98:
+            raise ValueError(
+                "The ingest window must be at least 1 day back, 0 or more days ahead and 98 days in all "
+                f"(ClickHouse stores at most 100 days per insert); got {self.days_back} back, {self.days_ahead} ahead."
+            )
+
+    def bounds_ns(self, now_s: float | None = None) -> tuple[int, int]:
+        now_ns = int((time.time() if now_s is None else now_s) * 1e9)
+        return now_ns - self.days_back * DAY_NS, now_ns + self.days_ahead * DAY_NS
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +70,7 @@ class Settings:
             and Distributed tables for reads and writes.
         judge: judge a sample of spans with an LLM judge in this process (``None``: off). Like
             the alert evaluator, exactly one process of a deployment should do it.
+        ingest_window: how far from now a span may start and still be stored.
     """
 
     data_dir: Path = Path(".infersight")
@@ -61,6 +92,7 @@ class Settings:
     clickhouse_url: str | None = None
     cluster: str | None = None
     judge: JudgeSettings | None = None
+    ingest_window: IngestWindow = field(default_factory=IngestWindow)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -35,13 +35,19 @@ CREATE TABLE IF NOT EXISTS entries (
     project TEXT NOT NULL,
     row_count INTEGER NOT NULL,
     body BLOB NOT NULL,
-    detections BLOB NOT NULL DEFAULT x''
+    detections BLOB NOT NULL DEFAULT x'',
+    first_day INTEGER,
+    last_day INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+# ClickHouse refuses an insert whose rows fall into more than 100 partitions
+# (max_partitions_per_insert_block), and the span tables are partitioned by day.
+MAX_DAYS = 100
 
 
 def _compress(data: bytes) -> bytes:
@@ -60,16 +66,23 @@ def _decompress(blob: bytes) -> bytes:
 class Entry:
     """One request as the spool keeps it: ``otel_traces`` rows and ``detections`` rows,
     each LZ4-compressed JSONEachRow (compressed by whoever builds the entry, so that work
-    can happen outside the server process)."""
+    can happen outside the server process).
+
+    ``days`` is the first and last day (since 1970-01-01, UTC) of the rows' timestamps, so the
+    writer can merge entries into inserts that touch few partitions; ``None``: not known.
+    """
 
     project: str
     rows_z: bytes
     row_count: int
     detections_z: bytes = b""
+    days: tuple[int, int] | None = None
 
     @classmethod
-    def compress(cls, project: str, rows: bytes, row_count: int, detections: bytes = b"") -> Entry:
-        return cls(project, _compress(rows), row_count, _compress(detections) if detections else b"")
+    def compress(
+        cls, project: str, rows: bytes, row_count: int, detections: bytes = b"", *, days: tuple[int, int] | None = None
+    ) -> Entry:
+        return cls(project, _compress(rows), row_count, _compress(detections) if detections else b"", days)
 
     @property
     def size(self) -> int:
@@ -90,7 +103,8 @@ class SpoolDepth:
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Entries ``first_id..last_id`` merged: ``rows`` for ``otel_traces`` and ``detections``
-    for ``detections``, both JSONEachRow."""
+    for ``detections``, both JSONEachRow; ``projects`` they came from, ``received_s`` when the
+    first of them was acknowledged."""
 
     first_id: int
     last_id: int
@@ -99,6 +113,8 @@ class Batch:
     rows: bytes
     detections: bytes
     dedup_token: str
+    projects: tuple[str, ...]
+    received_s: float
 
 
 @dataclass(slots=True)
@@ -133,6 +149,9 @@ class Spool:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(entries)")}
             if "detections" not in columns:  # a spool written before detections travelled with spans
                 self._db.execute("ALTER TABLE entries ADD COLUMN detections BLOB NOT NULL DEFAULT x''")
+            if "first_day" not in columns:  # ... or before entries knew their days
+                self._db.execute("ALTER TABLE entries ADD COLUMN first_day INTEGER")
+                self._db.execute("ALTER TABLE entries ADD COLUMN last_day INTEGER")
             self._spool_id = self._meta("spool_id") or self._new_spool_id()
             self._entries, self._rows, self._bytes = self._db.execute(
                 "SELECT count(*), coalesce(sum(row_count), 0),"
@@ -201,9 +220,11 @@ class Spool:
             self._db.execute("BEGIN IMMEDIATE")
             for item in group:
                 e = item.entry
+                first_day, last_day = e.days or (None, None)
                 cursor = self._db.execute(
-                    "INSERT INTO entries (received_s, project, row_count, body, detections) VALUES (?, ?, ?, ?, ?)",
-                    (item.received_s, e.project, e.row_count, e.rows_z, e.detections_z),
+                    "INSERT INTO entries (received_s, project, row_count, body, detections, first_day, last_day)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (item.received_s, e.project, e.row_count, e.rows_z, e.detections_z, first_day, last_day),
                 )
                 item.id = cursor.lastrowid or 0
             self._db.execute("COMMIT")
@@ -228,18 +249,21 @@ class Spool:
         except sqlite3.Error:
             pass  # the connection is broken; the error that got us here is what gets reported
 
-    def next_batch(self, *, max_rows: int, max_bytes: int) -> Batch | None:
-        """The oldest entries, merged, up to ``max_rows`` rows and ``max_bytes`` stored bytes.
+    def next_batch(self, *, max_rows: int, max_bytes: int, max_days: int = MAX_DAYS) -> Batch | None:
+        """The oldest entries, merged, up to ``max_rows`` rows, ``max_bytes`` stored bytes and
+        rows of at most ``max_days`` consecutive days (an entry whose days are not known goes
+        alone); a first entry above a limit makes a batch of its own.
 
-        Returns the same batch again until :meth:`done` is called for it, also after a restart,
-        so a retried insert carries the same entries and the same deduplication token. ``None``
-        when the spool is empty. Blocks on one small commit when it starts a new batch.
+        Returns the same batch again until :meth:`done` or :meth:`split` is called for it, also
+        after a restart, so a retried insert carries the same entries and the same deduplication
+        token. ``None`` when the spool is empty. Blocks on one small commit when it starts a new
+        batch.
         """
         with self._commit:
             try:
                 claimed = self._meta("batch")
                 if claimed is None:
-                    first_id, last_id = self._choose(max_rows, max_bytes)
+                    first_id, last_id = self._choose(max_rows, max_bytes, max_days)
                     if first_id is None:
                         return None
                     # Durable before the insert: after a crash the same range must be retried.
@@ -250,39 +274,71 @@ class Spool:
                 else:
                     first_id, last_id = map(int, claimed.split())
                 entries = self._db.execute(
-                    "SELECT body, detections, row_count FROM entries WHERE id BETWEEN ? AND ? ORDER BY id",
+                    "SELECT body, detections, row_count, project, received_s FROM entries"
+                    " WHERE id BETWEEN ? AND ? ORDER BY id",
                     (first_id, last_id),
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
         try:
-            rows = b"".join(_decompress(body) for body, _, _ in entries)
-            detections = b"".join(_decompress(found) for _, found, _ in entries if found)
+            rows = b"".join(_decompress(entry[0]) for entry in entries)
+            detections = b"".join(_decompress(entry[1]) for entry in entries if entry[1])
         except (zlib.error, RuntimeError) as exc:  # RuntimeError: what lz4 raises for a bad frame
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
         return Batch(
             first_id=first_id,
             last_id=last_id,
             entries=len(entries),
-            row_count=sum(count for _, _, count in entries),
+            row_count=sum(entry[2] for entry in entries),
             rows=rows,
             detections=detections,
             dedup_token=f"{self._spool_id}{first_id:016x}{last_id:016x}",
+            projects=tuple(sorted({entry[3] for entry in entries})),
+            received_s=entries[0][4] if entries else 0.0,
         )
 
-    def _choose(self, max_rows: int, max_bytes: int) -> tuple[int | None, int]:
+    def _choose(self, max_rows: int, max_bytes: int, max_days: int) -> tuple[int | None, int]:
         first_id: int | None = None
         last_id = 0
         rows = size = 0
+        low, high = 1 << 62, -(1 << 62)
         # Every entry holds at least one row, so max_rows entries always suffice.
-        for entry_id, row_count, length in self._db.execute(
-            "SELECT id, row_count, length(body) + length(detections) FROM entries ORDER BY id LIMIT ?", (max_rows,)
+        for entry_id, row_count, length, first_day, last_day in self._db.execute(
+            "SELECT id, row_count, length(body) + length(detections), first_day, last_day"
+            " FROM entries ORDER BY id LIMIT ?",
+            (max_rows,),
         ):
-            if first_id is not None and (rows + row_count > max_rows or size + length > max_bytes):
+            if first_day is None:  # written before entries knew their days: alone, to be safe
+                return (entry_id, entry_id) if first_id is None else (first_id, last_id)
+            low, high = min(low, first_day), max(high, last_day)
+            if first_id is not None and (
+                rows + row_count > max_rows or size + length > max_bytes or high - low >= max_days
+            ):
                 break
             first_id = entry_id if first_id is None else first_id
             last_id, rows, size = entry_id, rows + row_count, size + length
         return first_id, last_id
+
+    def split(self, batch: Batch) -> None:
+        """Take back ``batch`` (two entries or more) and claim its first half instead.
+
+        For a batch the store refuses because of what some entry holds: halving finds that
+        entry in log2(entries) inserts while the others are stored. The half gets a token of
+        its own, which is safe because the store refused the whole batch: none of it landed.
+        """
+        with self._commit:
+            try:
+                ids = [row[0] for row in self._db.execute(
+                    "SELECT id FROM entries WHERE id BETWEEN ? AND ? ORDER BY id", (batch.first_id, batch.last_id)
+                )]
+                if len(ids) < 2:
+                    raise ValueError(f"a batch of {len(ids)} entries cannot be split")
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('batch', ?)",
+                    (f"{ids[0]} {ids[len(ids) // 2 - 1]}",),
+                )
+            except sqlite3.Error as exc:
+                raise SpoolError(f"cannot write to the spool {self.path}: {exc}") from exc
 
     def done(self, batch: Batch) -> None:
         """Forget ``batch``: its rows are in the store. Blocks on one commit."""

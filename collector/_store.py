@@ -35,6 +35,37 @@ def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return bytes(out)
 
 
+_CODE = re.compile(r"Code: \d+")
+_ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
+# ClickHouse errors that pass by themselves or by an operator's hand (overload, limits, disks,
+# replication, permissions): the rows are not at fault, so the writer retries them as they are.
+_TRANSIENT = frozenset({
+    "ABORTED", "ACCESS_DENIED", "ALL_CONNECTION_TRIES_FAILED", "ALL_REPLICAS_ARE_STALE",
+    "AUTHENTICATION_FAILED", "CANNOT_ALLOCATE_MEMORY", "CANNOT_FSYNC", "CANNOT_SCHEDULE_TASK",
+    "CANNOT_WRITE_TO_FILE_DESCRIPTOR", "KEEPER_EXCEPTION", "MEMORY_LIMIT_EXCEEDED",
+    "NETWORK_ERROR", "NO_ZOOKEEPER", "NOT_ENOUGH_SPACE", "QUERY_WAS_CANCELLED", "QUOTA_EXCEEDED",
+    "READONLY", "SERVER_OVERLOADED", "SOCKET_TIMEOUT", "TABLE_IS_DROPPED", "TABLE_IS_READ_ONLY",
+    "TIMEOUT_EXCEEDED", "TOO_MANY_PARTS", "TOO_MANY_SIMULTANEOUS_QUERIES", "UNKNOWN_DATABASE",
+    "UNKNOWN_STATUS_OF_INSERT", "UNKNOWN_TABLE",
+})
+
+
+def insert_error(table: str, exc: BaseException) -> StoreError:
+    """``exc`` raised by an insert into ``table`` as a :class:`StoreError`.
+
+    Transient unless ClickHouse answered with an error about the rows themselves: a store that
+    cannot be reached, or one that is overloaded, will take the same rows later.
+    """
+    message = str(exc)
+    transient = True
+    if _CODE.search(message):  # ClickHouse answered, with an exception
+        # TOO_MANY_PARTS is also the name of "too many partitions for single INSERT block",
+        # which no wait cures: the rows span too many days.
+        names = set(_ERROR_NAME.findall(message))
+        transient = bool(names & _TRANSIENT) and "partitions for single INSERT block" not in message
+    return StoreError(f"insert into {table} failed: {message}", transient=transient)
+
+
 class Store(Protocol):
     """A ClickHouse database holding the infersight schema.
 
@@ -47,6 +78,8 @@ class Store(Protocol):
 
         ``dedup_token`` (lowercase hex) makes the insert idempotent: ClickHouse drops a repeat of
         a recent insert with the same token, in ``table`` and in its materialized views.
+        Returns only once the rows are in; raises :class:`StoreError` (with ``transient`` set
+        as the store's answer allows) when they are not.
         """
         ...
 
@@ -103,11 +136,29 @@ class ChdbStore:
             )
         with self._lock:
             try:
-                with self._session.send_insert(statement, "JSONEachRow") as inserter:
-                    inserter.append(rows)
-                    inserter.finish()
+                if dedup_token is None:
+                    self._session.query(f"{statement} FORMAT JSONEachRow\n".encode() + rows)
+                else:
+                    self._insert_verified(statement, rows)
             except Exception as exc:
-                raise StoreError(f"insert into {table} failed: {exc}") from exc
+                raise insert_error(table, exc) from exc
+
+    def _insert_verified(self, statement: str, rows: bytes) -> None:
+        # send_insert parses rows 3-4x faster than a query carrying them, but chDB does not raise
+        # what fails at commit (more than 100 partitions, a view's error): finish() returns and
+        # the rows are gone. ClickHouse counts every error in system.errors, and this lock keeps
+        # other queries of ours out, so a moved count means this insert may have failed; the
+        # query path then says for sure. It is idempotent here (the caller's token), so it also
+        # cannot double rows if the count moved for another reason (a background merge).
+        before = self._errors_seen()
+        with self._session.send_insert(statement, "JSONEachRow") as inserter:
+            inserter.append(rows)
+            inserter.finish()
+        if self._errors_seen() != before:
+            self._session.query(f"{statement} FORMAT JSONEachRow\n".encode() + rows)
+
+    def _errors_seen(self) -> int:
+        return int(self._session.query("SELECT sum(value) FROM system.errors", "CSV").bytes() or 0)
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         text = {name for name, kind in _PLACEHOLDER.findall(sql) if _SCALAR_STRING.match(kind)}

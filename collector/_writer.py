@@ -8,8 +8,8 @@ import time
 
 from ._errors import SpoolError, StoreError
 from ._metrics import Counters
-from ._spool import Spool
-from ._store import Store
+from ._spool import Batch, Spool
+from ._store import Store, encode_rows
 
 logger = logging.getLogger("infersight.collector")
 
@@ -24,8 +24,12 @@ class SpoolWriter:
         min_interval_s: unless half a batch or more is waiting, the next insert waits this long
             after the previous one, so a trickle of requests still makes a few inserts a second.
         retry_s: (first, longest) wait after a failed insert; the wait doubles up to the longest.
-            The failed batch stays in the spool and is retried as it was, same token.
-        counters: where ``spans_stored``, ``detections`` and ``store_errors`` are counted.
+            When the store is down or busy (a transient error) the failed batch stays in the
+            spool and is retried as it was, same token, for as long as it takes. When it refuses
+            the rows themselves, the batch is halved until the refused request is found and set
+            aside in ``dead_letters``: one request never holds back the others.
+        counters: where ``spans_stored``, ``detections``, ``store_errors``,
+            ``spans_dead_lettered`` and ``detections_dropped`` are counted.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -52,6 +56,7 @@ class SpoolWriter:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._drain_until = 0.0
+        self._landed: str | None = None  # token of the batch whose spans are in, detections maybe not
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
 
     def start(self) -> None:
@@ -71,6 +76,60 @@ class SpoolWriter:
         self._wake.set()
         self._thread.join(drain_s + 30.0)  # an insert already under way is allowed to finish
 
+    def _store(self, batch: Batch) -> None:
+        # Spans first, and once: after they are in, a retry is about the detections alone.
+        if self._landed != batch.dedup_token:
+            self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
+            self._landed = batch.dedup_token
+        if batch.detections:
+            # Same batch, own token (still hex): a replay drops both repeats.
+            self.store.insert("detections", batch.detections, dedup_token=batch.dedup_token + "de")
+
+    def _isolate(self, batch: Batch, exc: StoreError) -> bool:
+        """The store refused ``batch`` for what it holds, not for its health: keep the rest moving.
+
+        Two entries or more are halved (the spool claims the first half), so the refused entry
+        is found in a few inserts while the others are stored. One entry alone is set aside in
+        ``dead_letters`` with the reason and its project, whole, and leaves the spool. Returns
+        ``False`` when that could not be done (the store or the spool failing now): retry later.
+        """
+        try:
+            if self._landed == batch.dedup_token:
+                # The spans are in and only their detections were refused. Detections can be
+                # computed again from the spans; splitting now would give the spans new tokens
+                # and store them twice.
+                logger.error("detections of %d stored spans were refused and dropped: %s", batch.row_count, exc)
+                self.spool.done(batch)
+                self.counters.add("spans_stored", batch.row_count)
+                self.counters.add("detections_dropped", batch.detections.count(b"\n"))
+                self._landed = None
+            elif batch.entries > 1:
+                self.spool.split(batch)
+            else:
+                self._dead_letter(batch, exc)
+        except (StoreError, SpoolError):
+            logger.exception("cannot set aside the entries the store refuses; retrying")
+            return False
+        return True
+
+    def _dead_letter(self, batch: Batch, exc: StoreError) -> None:
+        (project,) = batch.projects
+        row = {
+            "project": project,
+            "received": f"{batch.received_s:.3f}",
+            "reason": str(exc)[:4000],
+            "spans": batch.row_count,
+            "rows": batch.rows.decode("utf-8", "replace"),
+            "detections": batch.detections.decode("utf-8", "replace"),
+        }
+        self.store.insert("dead_letters", encode_rows([row]), dedup_token=batch.dedup_token + "dd")
+        self.spool.done(batch)
+        self.counters.add("spans_dead_lettered", batch.row_count)
+        logger.error(
+            "the store refused %d acknowledged spans of project %r; they are kept in dead_letters: %s",
+            batch.row_count, project, exc,
+        )
+
     def _run(self) -> None:
         delay = self.retry_s[0]
         failing_since: float | None = None
@@ -88,12 +147,12 @@ class SpoolWriter:
                 self._wake.wait(1.0)
                 continue
             try:
-                self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
-                if batch.detections:
-                    # Same batch, own token (still hex): a replay drops both repeats.
-                    self.store.insert("detections", batch.detections, dedup_token=batch.dedup_token + "de")
+                self._store(batch)
             except StoreError as exc:
                 self.counters.add("store_errors")
+                if not exc.transient and self._isolate(batch, exc):
+                    delay = self.retry_s[0]
+                    continue
                 if failing_since is None:
                     failing_since = time.monotonic()
                     logger.warning("store insert failed, spans stay in the spool and are retried: %s", exc)

@@ -82,9 +82,9 @@ def make_handler(session: Any, lock: threading.Lock, log: list[str]) -> type[Bas
                 raise ValueError("Code: 115. DB::Exception: setting values must be plain tokens here")
             if settings:
                 statement += " SETTINGS " + ", ".join(f"{k} = '{v}'" for k, v in settings.items())
-            with session.send_insert(statement, fmt) as inserter:
-                inserter.append(data)
-                inserter.finish()
+            # A query, not chDB's send_insert: a server reports every failed insert, and
+            # send_insert does not raise what fails at commit (too many partitions).
+            session.query(f"{statement} FORMAT {fmt}\n".encode() + data)
             return b""
 
         def _send(self, status: int, payload: bytes, fmt: str | None = None, exception_code: str | None = None) -> None:

@@ -17,9 +17,13 @@ def rows(n: int, tag: str = "x") -> bytes:
     return encode_rows({"SpanId": f"{tag}-{i}"} for i in range(n))
 
 
+def entry(project: str, body: bytes, count: int, days: tuple[int, int] | None = (20_000, 20_000)) -> Entry:
+    return Entry.compress(project, body, count, days=days)
+
+
 def test_batches_merge_entries_in_order_up_to_the_row_limit(tmp_path):
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
-    ids = [spool.append(Entry.compress("p", rows(3, str(i)), 3)) for i in range(5)]
+    ids = [spool.append(entry("p", rows(3, str(i)), 3)) for i in range(5)]
     assert ids == sorted(ids)
 
     batch = spool.next_batch(max_rows=7, max_bytes=1 << 20)
@@ -35,19 +39,59 @@ def test_batches_merge_entries_in_order_up_to_the_row_limit(tmp_path):
     assert spool.depth().entries == spool.depth().rows == spool.depth().bytes == 0
 
 
+def test_a_batch_never_spans_more_days_than_one_insert_may_touch(tmp_path):
+    # ClickHouse refuses an insert into more than 100 daily partitions; the spool keeps each
+    # batch within 100 consecutive days, and an entry whose days are unknown (written by an
+    # older collector) goes alone.
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
+    ids = [
+        spool.append(entry("p", rows(1, "a"), 1, days=(20_000, 20_040))),
+        spool.append(entry("p", rows(1, "b"), 1, days=(20_050, 20_099))),
+        spool.append(entry("p", rows(1, "c"), 1, days=(20_090, 20_100))),  # day 101 of the batch
+        spool.append(entry("p", rows(1, "d"), 1, days=None)),
+        spool.append(entry("p", rows(1, "e"), 1, days=(19_000, 19_150))),  # alone: too wide itself
+    ]
+    spans = []
+    while (batch := spool.next_batch(max_rows=100, max_bytes=1 << 20)) is not None:
+        spans.append((batch.first_id, batch.last_id))
+        spool.done(batch)
+    assert spans == [(ids[0], ids[1]), (ids[2], ids[2]), (ids[3], ids[3]), (ids[4], ids[4])]
+
+
+def test_split_claims_the_first_half_and_the_rest_follows(tmp_path):
+    path = tmp_path / "spool.db"
+    spool = Spool(path, max_bytes=1 << 20)
+    ids = [spool.append(entry("p", rows(1, str(i)), 1)) for i in range(5)]
+    batch = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    spool.split(batch)
+    spool.close()  # the claim of the half is durable: a restart retries the half, same token
+
+    spool = Spool(path, max_bytes=1 << 20)
+    half = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    assert (half.first_id, half.last_id) == (ids[0], ids[1]) and half.dedup_token != batch.dedup_token
+    assert spool.next_batch(max_rows=100, max_bytes=1 << 20) == half
+    spool.done(half)
+    rest = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    assert (rest.first_id, rest.last_id, rest.projects) == (ids[2], ids[4], ("p",))
+    spool.done(rest)
+    spool.append(entry("p", rows(1), 1))
+    with pytest.raises(ValueError):
+        spool.split(spool.next_batch(max_rows=100, max_bytes=1 << 20))
+
+
 def test_an_entry_larger_than_the_row_limit_is_a_batch_of_its_own(tmp_path):
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
-    spool.append(Entry.compress("p", rows(50), 50))
-    spool.append(Entry.compress("p", rows(1), 1))
+    spool.append(entry("p", rows(50), 50))
+    spool.append(entry("p", rows(1), 1))
     assert spool.next_batch(max_rows=10, max_bytes=1 << 20).row_count == 50
 
 
 def test_the_same_batch_comes_back_until_done_also_after_a_restart(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append(Entry.compress("p", rows(2, "a"), 2))
+    spool.append(entry("p", rows(2, "a"), 2))
     first = spool.next_batch(max_rows=100, max_bytes=1 << 20)
-    spool.append(Entry.compress("p", rows(2, "b"), 2))  # arrives while the first batch is being inserted
+    spool.append(entry("p", rows(2, "b"), 2))  # arrives while the first batch is being inserted
     assert spool.next_batch(max_rows=100, max_bytes=1 << 20) == first
     spool.close()  # a crash before done(): the batch may or may not be in the store
 
@@ -62,18 +106,18 @@ def test_the_same_batch_comes_back_until_done_also_after_a_restart(tmp_path):
 def test_tokens_are_never_reused_even_when_the_spool_empties(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append(Entry.compress("p", rows(1), 1))
+    spool.append(entry("p", rows(1), 1))
     batch = spool.next_batch(max_rows=10, max_bytes=1 << 20)
     spool.done(batch)
     spool.close()
     spool = Spool(path, max_bytes=1 << 20)
-    spool.append(Entry.compress("p", rows(1), 1))
+    spool.append(entry("p", rows(1), 1))
     later = spool.next_batch(max_rows=10, max_bytes=1 << 20)
     assert later.first_id > batch.last_id
     assert later.dedup_token != batch.dedup_token
     # A new spool file (say the old one was deleted) starts its ids again, but not its tokens.
     other = Spool(tmp_path / "other.db", max_bytes=1 << 20)
-    other.append(Entry.compress("p", rows(1), 1))
+    other.append(entry("p", rows(1), 1))
     assert other.next_batch(max_rows=10, max_bytes=1 << 20).dedup_token[:16] != batch.dedup_token[:16]
 
 
@@ -82,27 +126,27 @@ def test_full_spool_refuses_until_entries_are_done(tmp_path):
     small = [encode_rows([{"r": secrets.token_hex(100)}]) for _ in range(100)]
     with pytest.raises(SpoolFull, match="limit is 4000"):
         for body in small:
-            spool.append(Entry.compress("p", body, 1))
+            spool.append(entry("p", body, 1))
     assert 3500 < spool.depth().bytes <= 4000
     spool.done(spool.next_batch(max_rows=10_000, max_bytes=1 << 30))
-    spool.append(Entry.compress("p", small[0], 1))
+    spool.append(entry("p", small[0], 1))
 
 
 def test_an_empty_spool_takes_an_entry_above_the_limit(tmp_path):
     # Otherwise a request larger than the limit could never be accepted, however long it waits.
     spool = Spool(tmp_path / "spool.db", max_bytes=1000)
-    spool.append(Entry.compress("p", encode_rows([{"r": secrets.token_hex(2000)}]), 1))
+    spool.append(entry("p", encode_rows([{"r": secrets.token_hex(2000)}]), 1))
     assert spool.depth().bytes > 1000
     with pytest.raises(SpoolFull):
-        spool.append(Entry.compress("p", rows(1), 1))
+        spool.append(entry("p", rows(1), 1))
 
 
 def test_depth_counts_what_waits_and_survives_a_restart(tmp_path):
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 20)
     assert spool.depth().oldest_age_s == 0.0
-    spool.append(Entry.compress("a", rows(4), 4))
-    spool.append(Entry.compress("b", rows(6), 6))
+    spool.append(entry("a", rows(4), 4))
+    spool.append(entry("b", rows(6), 6))
     depth = spool.depth()
     assert (depth.entries, depth.rows, depth.max_bytes) == (2, 10, 1 << 20)
     assert 0 < depth.bytes < len(rows(4)) + len(rows(6))  # stored compressed
@@ -118,7 +162,7 @@ def test_concurrent_appends_all_commit_with_distinct_ids(tmp_path):
 
     def worker(n: int) -> None:
         for i in range(25):
-            entry_id = spool.append(Entry.compress("p", rows(2, f"{n}-{i}"), 2))
+            entry_id = spool.append(entry("p", rows(2, f"{n}-{i}"), 2))
             with lock:
                 ids.append(entry_id)
 

@@ -5,6 +5,7 @@ chDB (the real engine and formats; only the HTTP framing is the test's own)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -93,6 +94,23 @@ def test_values_are_bound_never_spliced(backend):
     assert backend.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}", {"p": hostile}) == [{"n": 0}]
     (row,) = backend.query("SELECT {s:String} AS echoed", {"s": hostile})
     assert row["echoed"] == hostile
+
+
+@pytest.mark.parametrize("token", [None, "ab12"])
+def test_rows_the_store_refuses_raise_a_permanent_error_and_nothing_lands(backend, token):
+    # ClickHouse refuses an insert into more than 100 partitions (otel_traces has one a day).
+    # On chDB the streaming insert returns as if it had worked: the store must notice.
+    project, rows, _ = project_rows(101)
+    decoded = [json.loads(line) for line in rows.splitlines()]
+    for day, row in enumerate(decoded):
+        row["Timestamp"] = f"{1_700_000_000 + day * 86_400:010d}.000000000"
+    with pytest.raises(StoreError) as refused:
+        backend.insert("otel_traces", encode_rows(decoded), dedup_token=token and uuid.uuid4().hex)
+    assert "partitions" in str(refused.value) and refused.value.transient is False
+    with pytest.raises(StoreError) as unparsable:
+        backend.insert("otel_traces", b'{"Timestamp": "yesterday"}\n', dedup_token=token and uuid.uuid4().hex)
+    assert unparsable.value.transient is False
+    assert backend.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}", {"p": project}) == [{"n": 0}]
 
 
 def test_errors_are_store_errors(backend):

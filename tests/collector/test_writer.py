@@ -8,8 +8,9 @@ import json
 from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
+from infersight.collector._keys import ProjectKeys
 from infersight.collector._metrics import Counters
-from infersight.collector._otlp import JSON, parse_traces, to_rows
+from infersight.collector._otlp import JSON, day_range, parse_traces, to_rows
 from infersight.collector._spool import Entry, Spool
 from infersight.collector._store import encode_rows
 from infersight.collector._writer import SpoolWriter
@@ -23,11 +24,26 @@ def new_project() -> str:
     return f"writer-test-{next(_projects)}"
 
 
-def spooled(spool: Spool, project: str, spans: int) -> list[str]:
-    """Append one request of ``spans`` spans for ``project``; returns their span ids."""
+def spooled(spool: Spool, project: str, spans: int, *, day_offsets: list[int] | None = None) -> list[str]:
+    """Append one request of ``spans`` spans for ``project``; returns their span ids.
+
+    ``day_offsets``: move span ``i`` that many days into the past, with the entry's days set
+    accordingly (as the decoder does; it would reject most such spans at the door).
+    """
     body, span_ids = genai_spans_json(spans)
-    spool.append(Entry.compress(project, encode_rows(to_rows(parse_traces(body, JSON), project)), spans))
+    rows = to_rows(parse_traces(body, JSON), project)
+    for row, days in zip(rows, day_offsets or [], strict=False):
+        seconds = int(row["Timestamp"][:-10]) - days * 86_400
+        row["Timestamp"] = f"{seconds:010d}{row['Timestamp'][-10:]}"
+    spool.append(Entry.compress(project, encode_rows(rows), spans, days=day_range(rows)))
     return span_ids
+
+
+def dead_letters(store, project: str) -> list[dict]:
+    return store.query(
+        "SELECT spans, reason, rows FROM dead_letters WHERE project = {p:String} ORDER BY received",
+        {"p": project},
+    )
 
 
 def stored(store, project: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -188,3 +204,114 @@ def test_timestamps_clickhouse_cannot_store_are_rejected_not_stuck(store, tmp_pa
     assert [r["SpanId"] for r in rows] == [span_ids[3]]
     assert len(rejected) == 3
     assert "start/end time must be set" in rejected[0] and "before start" in rejected[1]
+
+
+def test_a_request_the_store_refuses_is_set_aside_and_everyone_elses_spans_are_stored(store, tmp_path):
+    # Two poisons among good requests of other projects: rows over 101 days, which ClickHouse
+    # refuses at commit (chDB's streaming insert does not even say so), and a row it cannot
+    # parse. Neither may take a good span with it, nor hold the spool.
+    good, wide, broken = new_project(), new_project(), new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    expected = spooled(spool, good, 3)
+    spooled(spool, wide, 101, day_offsets=list(range(101)))
+    expected += spooled(spool, good, 4)
+    garbage = encode_rows([{"Timestamp": "not a time", "SpanId": "ab"}])
+    spool.append(Entry.compress(broken, garbage, 1, days=day_range([{"Timestamp": "1700000000.000000000"}])))
+    expected += spooled(spool, good, 5)
+
+    counters = drain(spool, store)
+    raw, typed = stored(store, good)
+    assert raw == typed == {span_id: 1 for span_id in expected}
+    assert stored(store, wide) == stored(store, broken) == ({}, {})
+    (wide_letter,) = dead_letters(store, wide)
+    assert wide_letter["spans"] == 101 and "partitions" in wide_letter["reason"]
+    assert wide_letter["rows"].count("\n") == 101  # kept whole, ready to re-insert
+    (broken_letter,) = dead_letters(store, broken)
+    assert broken_letter["spans"] == 1 and "CANNOT_PARSE" in broken_letter["reason"]
+    assert counters.get("spans_dead_lettered") == 102
+    assert counters.get("spans_stored") == 12
+    assert dead_letters(store, good) == []
+
+    # The project's owner sees it on the API and the Overview; nobody else does.
+    for project, spans in ((wide, 101), (good, 0)):
+        settings = Settings(data_dir=tmp_path / project, auth=False, project=project, alerts=False, decode_workers=0)
+        with TestClient(create_app(settings, store=store)) as client:
+            assert client.get("/api/v1/summary").json()["dead_letters"]["spans"] == spans
+            overview = client.get("/").text
+        assert ('id="dead-letters"' in overview) == bool(spans)
+        if spans:
+            assert "101 acknowledged spans (1 requests) were refused" in overview and "partitions" in overview
+
+
+def test_the_writer_splits_old_spans_into_inserts_of_at_most_100_days(store, tmp_path, monkeypatch):
+    project = new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    expected = [i for offset in (0, 60, 120) for i in spooled(spool, project, 50, day_offsets=[offset + d for d in range(50)])]
+    inserts: list[str] = []
+    insert = store.insert
+
+    def counting_insert(table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        inserts.append(table)
+        insert(table, rows, dedup_token=dedup_token)
+
+    monkeypatch.setattr(store, "insert", counting_insert)
+    counters = drain(spool, store)
+    assert stored(store, project)[0] == {span_id: 1 for span_id in expected}
+    assert inserts.count("otel_traces") == 3 and "dead_letters" not in inserts
+    assert counters.get("store_errors") == 0
+
+
+def test_an_outage_never_sends_spans_to_dead_letters(store, tmp_path):
+    # While the store cannot be reached, every insert fails; none of that is the rows' fault.
+    project = new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    counters = Counters()
+    writer = SpoolWriter(spool, store, counters, min_interval_s=0.0, retry_s=(0.01, 0.02))
+    expected = [i for _ in range(4) for i in spooled(spool, project, 2)]
+    store.failing = True
+    writer.start()
+    try:
+        assert wait_for(lambda: counters.get("store_errors") >= 20)
+        store.failing = False
+        assert wait_for(lambda: spool.depth().entries == 0)
+    finally:
+        writer.stop()
+    assert stored(store, project)[0] == {span_id: 1 for span_id in expected}
+    assert counters.get("spans_dead_lettered") == 0 and dead_letters(store, project) == []
+
+
+def test_spans_outside_the_ingest_window_are_rejected_and_nobody_loses_a_span(store, tmp_path):
+    # The reported attack, over HTTP: one project sends a span for each of the last 101 days
+    # while another sends ordinary requests. The old days are refused one by one (OTLP
+    # partial_success, before the ack); every acknowledged span of both projects is stored.
+    hostile, other = new_project(), new_project()
+    acked: dict[str, list[str]] = {hostile: [], other: []}
+    keys = ProjectKeys(tmp_path)
+    headers = {p: {"content-type": JSON, "authorization": f"Bearer {keys.create(p)[0]}"} for p in acked}
+    keys.close()
+    settings = Settings(data_dir=tmp_path, decode_workers=0, alerts=False)
+    with TestClient(create_app(settings, store=store)) as client:
+        for project in (other, hostile, other):
+            body, span_ids = genai_spans_json(101)
+            if project == hostile:
+                document = json.loads(body)
+                for day, span in enumerate(document["resourceSpans"][0]["scopeSpans"][0]["spans"]):
+                    for key in ("startTimeUnixNano", "endTimeUnixNano"):
+                        span[key] = str(int(span[key]) - day * 86_400 * 10**9)
+                body = json.dumps(document).encode()
+            response = client.post("/v1/traces", content=body, headers=headers[project])
+            assert response.status_code == 200
+            partial = response.json().get("partialSuccess", {})
+            if project == hostile:
+                assert partial["rejectedSpans"] == "71"  # 30 days ago (to the nanosecond) and older
+                assert "days ago; spans of the last 30 days are stored" in partial["errorMessage"]
+                span_ids = span_ids[:30]
+            else:
+                assert partial == {}
+            acked[project] += span_ids
+        assert wait_for(lambda: client.app.state.spool.depth().entries == 0)
+        metrics = client.get("/metrics").text
+    for project, span_ids in acked.items():
+        assert stored(store, project)[0] == {span_id: 1 for span_id in span_ids}, project
+    assert "infersight_spans_dead_lettered_total 0\n" in metrics
+    assert "infersight_spans_rejected_total 71\n" in metrics
