@@ -38,7 +38,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # the generated corpora live with the tests
 
+from infersight import sdk
 from infersight.detectors import (
+    ContextStuffingDetector,
     JsonDetector,
     NumericDriftDetector,
     RepetitionDetector,
@@ -184,7 +186,7 @@ def _runner_hour(store_dir: Path) -> tuple[float, str]:
                              "Duration": int(numbers["duration_s"][k] * 1e9), "StatusCode": "Unset"})
         for i in range(0, len(rows), 5000):
             store.insert("otel_traces", encode_rows(rows[i:i + 5000]))
-        seconds, run = _timed(lambda: WindowedRunner(store).run("bench", hour + timedelta(hours=1, minutes=1, seconds=5)))
+        seconds, run = _timed(lambda: WindowedRunner(store, stuffing=ContextStuffingDetector(price=sdk.cost_usd)).run("bench", hour + timedelta(hours=1, minutes=1, seconds=5)))
         return seconds, ", ".join(sorted({r["label"] for r in run.rows})) or "nothing"
     finally:
         store.close()

@@ -409,10 +409,10 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
     reports it and carries on). It opens an embedded store here, which chDB allows once per
     process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
-    from infersight.collector import _otlp
-    from infersight.collector._decode import decode_request
-    from infersight.collector._spool import Spool
-    from infersight.collector._store import ChdbStore
+    from infersight.collector.ingest import _otlp
+    from infersight.collector.ingest import decode_request
+    from infersight.collector.spool import Spool
+    from infersight.collector.store import ChdbStore
 
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-stages-"))
     store = ChdbStore(data_dir / "store")

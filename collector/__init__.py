@@ -1,9 +1,15 @@
-"""infersight collector: OTLP receiver, ClickHouse store, read API and dashboards."""
+"""infersight collector: OTLP receiver, ClickHouse store, read API and dashboards.
+
+``create_app`` is loaded on first use: the subpackages that dashboards, judges and alerts read
+through (``infersight.collector.store``) must be importable without the web app, and Python
+imports this module first whenever one of them is imported.
+"""
 
 from __future__ import annotations
 
-from ._app import create_app
-from ._errors import (
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
     BadRequest,
     DataDirLocked,
     InfersightError,
@@ -15,7 +21,10 @@ from ._errors import (
     UnsupportedMediaType,
 )
 from ._settings import Settings
-from ._store import ChdbStore, Store, encode_rows
+from .store import ChdbStore, Store, encode_rows
+
+if TYPE_CHECKING:
+    from ._app import create_app
 
 __all__ = [
     "BadRequest",
@@ -33,3 +42,11 @@ __all__ = [
     "create_app",
     "encode_rows",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from ._app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,15 +8,15 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from . import _api, _ingest, _metrics
-from ._auth import Authenticator
-from ._decode import Decoder, default_workers
-from ._keys import ProjectKeys
-from ._metrics import Counters
+from ._counters import Counters
 from ._settings import Settings
-from ._spool import Spool
-from ._store import Store
-from ._writer import SpoolWriter
+from .ingest import Decoder, default_workers
+from .ingest import router as ingest_router
+from .spool import Spool, SpoolWriter
+from .store import Store
+from .web import Authenticator, ProjectKeys
+from .web._api import router as api_router
+from .web._metrics import router as metrics_router
 
 logger = logging.getLogger("infersight.collector")
 
@@ -91,9 +91,9 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    app.include_router(_ingest.router)
-    app.include_router(_api.router)
-    app.include_router(_metrics.router)
+    app.include_router(ingest_router)
+    app.include_router(api_router)
+    app.include_router(metrics_router)
     app.include_router(dashboards_router)
     app.include_router(digest_router)
     return app

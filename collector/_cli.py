@@ -8,11 +8,10 @@ from pathlib import Path
 
 import click
 
-from infersight.dashboards._cli import report_cli
-from infersight.judges._cli import background_options, judge_settings
-from infersight.judges._cli import judge as judge_cli
+from infersight.dashboards import report_cli
+from infersight.judges import background_options, judge_cli, judge_settings
 
-from ._errors import InfersightError
+from .errors import InfersightError
 from ._settings import IngestWindow, Settings
 from .alerts._cli import alerts_cli, channel_options
 
@@ -99,7 +98,7 @@ def keys() -> None:
 @_DATA_DIR
 def keys_create(project: str, data_dir: Path) -> None:
     """Create a key and print it, once: only its hash is stored."""
-    from ._keys import ProjectKeys
+    from .web import ProjectKeys
 
     key_file = ProjectKeys(data_dir)
     try:
@@ -120,7 +119,7 @@ def keys_create(project: str, data_dir: Path) -> None:
 @_DATA_DIR
 def keys_list(data_dir: Path) -> None:
     """List keys (prefix, project, created, status); never the keys themselves."""
-    from ._keys import ProjectKeys
+    from .web import ProjectKeys
 
     key_file = ProjectKeys(data_dir)
     try:
@@ -142,7 +141,7 @@ def keys_list(data_dir: Path) -> None:
 def keys_revoke(prefix: str, data_dir: Path) -> None:
     """Revoke the key with this prefix (as 'keys list' shows it). A running collector refuses
     it within a few seconds."""
-    from ._keys import ProjectKeys
+    from .web import ProjectKeys
 
     key_file = ProjectKeys(data_dir)
     try:
@@ -168,7 +167,7 @@ def _utc(unix_s: float | None) -> str:
 def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: float | None) -> None:
     """Start a collector and drive it with a synthetic multi-tenant LLM app."""
     from infersight import sdk
-    from infersight.judges._fake_judge import FakeJudge
+    from infersight.judges import FakeJudge
 
     from ._demo import run_traffic, start_fake_llm
     from ._server import CollectorProcess

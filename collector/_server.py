@@ -13,14 +13,12 @@ import uvicorn
 
 from ._app import create_app
 from ._settings import Settings
-from ._store import ChdbStore, Store
+from .store import ChdbStore, ClickHouseStore, Store
 
 
 def open_store(settings: Settings) -> Store:
     """The ClickHouse server at ``settings.clickhouse_url``, else the embedded store in the data dir."""
     if settings.clickhouse_url:
-        from ._clickhouse import ClickHouseStore
-
         return ClickHouseStore(settings.clickhouse_url, cluster=settings.cluster)
     return ChdbStore(settings.data_dir)
 

@@ -1,5 +1,5 @@
 """Server-rendered dashboards (jinja2, autoescaped, inline SVG, no JavaScript) and the weekly
-quality report (``infersight report weekly``).
+quality report (``infersight report weekly``, :data:`report_cli`).
 
 ``router`` holds the pages (``/``, ``/latency``, ``/cost``, ``/quality``, ``/alerts``,
 ``/traces``), the login form and their JSON twins under ``/api/v1``; the collector app includes
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._cli import report_cli
+
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
     router: APIRouter
 
-__all__ = ["router"]
+__all__ = ["report_cli", "router"]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,8 +12,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from infersight.collector._deps import ApiProjectDep, StoreDep
-from infersight.collector._errors import BadRequest
+from infersight.collector.web import ApiProjectDep, StoreDep
+from infersight.collector.errors import BadRequest
 
 from ._filters import View, view_from_since
 from ._quality import quality as quality_data

@@ -27,8 +27,8 @@ def weekly(week: str | None, out: Path, data_dir: Path, project: str, no_progres
     The embedded store belongs to one process: stop the collector that owns DATA_DIR first
     (or point --data-dir at a copy of it).
     """
-    from infersight.collector._errors import DataDirLocked, StoreError
-    from infersight.collector._store import ChdbStore
+    from infersight.collector.errors import DataDirLocked, StoreError
+    from infersight.collector.store import ChdbStore
 
     from ._report import parse_week, weekly_report
 

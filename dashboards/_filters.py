@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
 from typing import Any
 
-from infersight.collector._errors import BadRequest
-from infersight.collector._timerange import since_to_unix_ns
+from infersight.collector.errors import BadRequest
+from infersight.collector.store import since_to_unix_ns
 
 NS = 1_000_000_000
 HOUR_NS = 3600 * NS

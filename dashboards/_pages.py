@@ -15,12 +15,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from infersight.collector._deps import AuthenticatorDep, PageProjectDep, StoreDep
-from infersight.collector._errors import BadRequest
-from infersight.collector._queries import queues as queue_table
-from infersight.collector._queries import summary
-from infersight.collector._store import Store
-from infersight.collector._timerange import since_to_unix_ns
+from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
+from infersight.collector.errors import BadRequest
+from infersight.collector.store import Store, since_to_unix_ns, summary
+from infersight.collector.store import queues as queue_table
 
 from . import _api, _login
 from ._charts import waterfall

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from infersight.collector._errors import StoreError
-from infersight.collector._store import Store
+from infersight.collector.errors import StoreError
+from infersight.collector.store import Store
 
 from ._filters import NS, View, array_param, finite, where
 from ._queries import COST_DETECTORS, LLM_OPERATIONS, detections_of, window

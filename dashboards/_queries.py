@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._filters import NS, View, array_param, where
 from ._rollup import aggregate, merge, percentiles

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._figures import cost_figures, latency_figures, quality_figures
 from ._filters import NS, View, view_between

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._filters import NS, View, array_param, where
 

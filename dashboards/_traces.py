@@ -8,8 +8,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from infersight.collector._errors import BadRequest, StoreError
-from infersight.collector._store import Store
+from infersight.collector.errors import BadRequest, StoreError
+from infersight.collector.store import Store
 
 from ._filters import FILTER_MAX_CHARS, NS, View, array_param, check_value, finite, where
 from ._queries import window

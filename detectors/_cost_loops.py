@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from ._base import Detection, check_param
 from ._fitted import (
@@ -262,6 +263,9 @@ class ContextStuffingDetector:
         min_ratio: how many times the median the input must also be.
         min_tokens: the smallest input worth reporting, whatever the route.
         min_samples: reference calls needed before judging the route at all.
+        price: prices a call the way spans are priced, with the signature of
+            :func:`infersight.sdk.cost_usd` (which the collector passes); ``None``: the excess
+            cost is only bounded from the call's own cost.
 
     ``fit(input_tokens)`` learns one route's ``median_``, ``log_mad_``, ``quantile_value_`` and
     ``threshold_`` (in tokens; infinite when the reference is too small). ``score`` returns the
@@ -282,6 +286,7 @@ class ContextStuffingDetector:
         min_ratio: float = 3.0,
         min_tokens: int = 4000,
         min_samples: int = 200,
+        price: Pricer | None = None,
     ) -> None:
         owner = type(self).__name__
         check_param(owner, "k", k, is_number(k) and k > 0, "a positive number")
@@ -289,11 +294,14 @@ class ContextStuffingDetector:
         check_param(owner, "min_ratio", min_ratio, is_number(min_ratio) and min_ratio >= 1, "a number >= 1")
         check_positive_int(owner, "min_tokens", min_tokens)
         check_positive_int(owner, "min_samples", min_samples)
+        check_param(owner, "price", price, price is None or callable(price),
+                    "a function with the signature of infersight.sdk.cost_usd, or None")
         self.k = k
         self.quantile = quantile
         self.min_ratio = min_ratio
         self.min_tokens = min_tokens
         self.min_samples = min_samples
+        self.price = price
 
     def fit(self, input_tokens: Iterable[float]) -> ContextStuffingDetector:
         """Learn the route's usual input size from its reference calls' input tokens."""
@@ -335,7 +343,7 @@ class ContextStuffingDetector:
                 continue
             median = self.median_
             excess = call.input_tokens - median
-            excess_cost, bound = _excess_cost_usd(call, median)
+            excess_cost, bound = _excess_cost_usd(call, median, self.price)
             money = ("excess cost unknown" if excess_cost is None
                      else f"excess {'≤ ' if bound else ''}${excess_cost:.4f}")
             ratio = call.input_tokens / median if median > 0 else math.inf
@@ -355,23 +363,30 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def _excess_cost_usd(call: LLMCall, median_tokens: float) -> tuple[float | None, bool]:
+class Pricer(Protocol):
+    """The USD cost of one call and where the price came from, ``None`` for an unknown model."""
+
+    def __call__(
+        self, model: str, *, input_tokens: int, output_tokens: int, provider: str | None = None
+    ) -> tuple[float, str] | None: ...
+
+
+def _excess_cost_usd(call: LLMCall, median_tokens: float, price: Pricer | None) -> tuple[float | None, bool]:
     """What the input above the route's median cost, and whether that is only an upper bound.
 
-    Priced as the collector prices spans (the SDK's genai-prices rates): the call's cost minus
-    the same call with a median-sized input, so tiered prices are right. For a model those rates
-    do not know, the call's own cost times the excess share of its input is an upper bound (its
-    output tokens cost something too).
+    With ``price``: the call's cost minus the same call with a median-sized input, so tiered
+    prices are right. For a model it does not know (or without it), the call's own cost times
+    the excess share of its input is an upper bound (its output tokens cost something too).
     """
     excess = max(call.input_tokens - median_tokens, 0.0)
-    try:
-        from infersight.sdk import cost_usd
-
-        kwargs = {"output_tokens": call.output_tokens, "provider": call.provider or None}
-        actual = cost_usd(call.model, input_tokens=call.input_tokens, **kwargs)
-        usual = cost_usd(call.model, input_tokens=round(median_tokens), **kwargs)
-    except Exception:  # noqa: BLE001 - pricing is best effort; the finding stands without it
-        actual = usual = None
+    actual = usual = None
+    if price is not None:
+        try:
+            kwargs = {"output_tokens": call.output_tokens, "provider": call.provider or None}
+            actual = price(call.model, input_tokens=call.input_tokens, **kwargs)
+            usual = price(call.model, input_tokens=round(median_tokens), **kwargs)
+        except Exception:  # noqa: BLE001 - pricing is best effort; the finding stands without it
+            actual = usual = None
     if actual is not None and usual is not None:
         return max(actual[0] - usual[0], 0.0), False
     if call.cost_usd is not None and call.input_tokens > 0:

@@ -20,8 +20,17 @@ from __future__ import annotations
 from ._background import JudgeLoop, JudgeSettings, start_judge_loop
 from ._breaker import CircuitBreaker
 from ._budget import Budget
+from ._cli import background_options, judge_settings
+from ._cli import judge as judge_cli
 from ._client import Judge, JudgeClient, parse_verdict
-from ._compare import Comparison, GateResult, PairedScore, compare, gate, paired_bootstrap
+from ._compare import (
+    Comparison,
+    GateResult,
+    PairedScore,
+    compare,
+    gate,
+    paired_bootstrap,
+)
 from ._errors import (
     CircuitOpen,
     InvalidVerdict,
@@ -33,6 +42,7 @@ from ._errors import (
     RubricVersionError,
     TransientJudgeError,
 )
+from ._fake_judge import FakeJudge
 from ._panels import Panel, PanelItem, create_panel, list_panels, load_panel
 from ._records import judge_spend, recent_scores, scores_summary
 from ._rubrics import Rubric, load_rubrics, lock_rubrics
@@ -45,6 +55,7 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "Comparison",
+    "FakeJudge",
     "GateResult",
     "InvalidVerdict",
     "Judge",
@@ -70,9 +81,12 @@ __all__ = [
     "SamplingPolicy",
     "TransientJudgeError",
     "Verdict",
+    "background_options",
     "compare",
     "create_panel",
     "gate",
+    "judge_cli",
+    "judge_settings",
     "judge_spend",
     "list_panels",
     "load_panel",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._budget import Budget
 from ._client import Judge, JudgeClient, chat_completions_url

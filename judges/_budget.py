@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._records import PURPOSE_SAMPLE, spend_today
 

@@ -28,8 +28,8 @@ class CannotEvaluate(click.ClickException):
 
 
 def _since_ns(value: str, param: str = "--since") -> int:
-    from infersight.collector._errors import BadRequest
-    from infersight.collector._timerange import since_to_unix_ns
+    from infersight.collector.errors import BadRequest
+    from infersight.collector.store import since_to_unix_ns
 
     try:
         return since_to_unix_ns(value)
@@ -44,8 +44,8 @@ def _store(data_dir: Path) -> Iterator[Any]:
     if given is not None:
         yield given
         return
-    from infersight.collector._errors import StoreError
-    from infersight.collector._store import ChdbStore
+    from infersight.collector.errors import StoreError
+    from infersight.collector.store import ChdbStore
 
     try:
         store = ChdbStore(data_dir)

@@ -188,7 +188,7 @@ class JudgeClient:
         self.json_mode = json_mode
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._rates = _rates(provider, model, prices)
+        self._price = _pricer(provider, model, prices)
         self._sleep = sleep
         self._rng = rng or random.Random()
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
@@ -281,7 +281,7 @@ class JudgeClient:
         usage = body.get("usage") if isinstance(body, dict) and isinstance(body.get("usage"), dict) else {}
         input_tokens = _count(usage.get("prompt_tokens"))
         output_tokens = _count(usage.get("completion_tokens"))
-        cost = self._rates.cost_usd(input_tokens, output_tokens) if self._rates else None
+        cost = self._price(input_tokens, output_tokens)
         try:
             if not isinstance(body, dict):
                 raise InvalidVerdict(
@@ -320,16 +320,20 @@ def _error_detail(response: httpx.Response) -> str:
     return str(message) if message else _excerpt(response.text)
 
 
-def _rates(provider: str, model: str, prices: Mapping[str, float] | None) -> Any:
-    # The SDK's memoised genai-prices lookup: the same prices the app's own spans are costed with.
-    from infersight.sdk._pricing import lookup_rates, rates_from_mapping
+def _pricer(provider: str, model: str, prices: Mapping[str, float] | None) -> Callable[[int, int], float | None]:
+    """What one judge call costs, from ``prices`` (USD per million tokens) or else from the SDK's
+    genai-prices lookup, the same prices the app's own spans are costed with."""
+    if prices is None:
+        def priced(input_tokens: int, output_tokens: int) -> float | None:
+            found = sdk.cost_usd(model, input_tokens=input_tokens, output_tokens=output_tokens, provider=provider)
+            return None if found is None else found[0]
 
-    if prices is not None:
-        try:
-            return rates_from_mapping(dict(prices), source="judge-settings")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(
-                "The 'prices' parameter of JudgeClient must be {'input_mtok': float, 'output_mtok': float}; "
-                f"got {prices!r}."
-            ) from exc
-    return lookup_rates(provider, model)
+        return priced
+    try:
+        input_mtok, output_mtok = float(prices["input_mtok"]), float(prices["output_mtok"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            "The 'prices' parameter of JudgeClient must be {'input_mtok': float, 'output_mtok': float}; "
+            f"got {prices!r}."
+        ) from exc
+    return lambda input_tokens, output_tokens: (input_tokens * input_mtok + output_tokens * output_mtok) / 1e6

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from . import _records
 from ._client import Judge

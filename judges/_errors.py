@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from infersight.collector._errors import InfersightError
+from infersight.collector.errors import InfersightError
 
 
 class JudgeError(InfersightError):

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from infersight.collector._store import Store, encode_rows
+from infersight.collector.store import Store, encode_rows
 
 from ._content import input_key, messages_from_json, messages_to_json
 from ._errors import PanelError

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from infersight.collector._store import Store, encode_rows
+from infersight.collector.store import Store, encode_rows
 
 from ._rubrics import Rubric
 from ._types import SampledSpan, Verdict

@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from . import _records
 from ._budget import Budget, BudgetTracker

@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from infersight.collector._store import Store
+from infersight.collector.store import Store
 
 from ._content import answer_text, parse_messages
 from ._records import array_param, chunks

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from infersight.collector import ChdbStore, StoreError
-from infersight.collector._keys import ProjectKeys
+from infersight.collector.web import ProjectKeys
 from infersight.collector._server import CollectorProcess
 
 

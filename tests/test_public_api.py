@@ -23,7 +23,7 @@ EXPECTED = {
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],
-    dashboards: ["router"],
+    dashboards: ["report_cli", "router"],
     detectors: [
         "BUILTIN_DETECTORS", "ContextStuffingDetector", "CostLoopDetector", "Detection", "DriftReport",
         "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "NotFittedError",

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from .._errors import InfersightError
+from ..errors import InfersightError
 from ._state import RESOLVED, Event
 
 _TIMEOUT_S = 10.0

@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .._store import Store
+from ..store import Store
 from ._model import Alert
 
 DIGEST = "DailyDigest"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from .._store import Store, encode_rows
+from ..store import Store, encode_rows
 from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._digest import DIGEST, build_digest, projects_active

@@ -6,9 +6,9 @@ from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from .._deps import PageProjectDep, StoreDep
-from .._errors import BadRequest
-from .._timerange import day_or_yesterday
+from ..errors import BadRequest
+from ..store import day_or_yesterday
+from ..web import PageProjectDep, StoreDep
 from ._digest import build_digest
 
 router = APIRouter()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from infersight.detectors import WindowedRunner
+from infersight import sdk
+from infersight.detectors import ContextStuffingDetector, WindowedRunner
 
 from .._settings import Settings
-from .._spool import Spool
-from .._store import Store
+from ..spool import Spool
+from ..store import Store
 from ._channels import AlertmanagerNotifier, Notifier, SlackNotifier, WebhookNotifier
 from ._error_rate import ErrorRateRule
 from ._evaluator import Evaluator, EvaluatorConfig
@@ -46,7 +47,8 @@ def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator
         EvaluatorConfig(error_rule=ErrorRateRule(slo=settings.slo)),
         own_queue=(COLLECTOR_PROJECT, spool_depth),
         digest_hour_utc=settings.digest_hour_utc,
-        windowed=WindowedRunner(store),
+        # Excess input priced as the spans are: with the SDK's genai-prices rates.
+        windowed=WindowedRunner(store, stuffing=ContextStuffingDetector(price=sdk.cost_usd)),
     )
     evaluator.start(timedelta(seconds=settings.evaluation_interval_s))
     return evaluator

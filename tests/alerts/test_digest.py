@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from infersight.collector._store import encode_rows
+from infersight.collector.store import encode_rows
 from infersight.collector.alerts import WebhookNotifier
 from infersight.collector.alerts._digest import build_digest
 from infersight.collector.alerts._evaluator import Evaluator

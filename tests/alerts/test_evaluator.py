@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from infersight.collector._store import encode_rows
+from infersight.collector.store import encode_rows
 from infersight.collector.alerts import (
     AlertmanagerNotifier, Evaluator, SlackNotifier, WebhookNotifier, history,
 )

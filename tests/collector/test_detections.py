@@ -7,7 +7,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
-from infersight.collector._detect import detections_for
+from infersight.collector.ingest._detect import detections_for
 from tests.conftest import wait_for
 
 LOOP = "Let me check that for you. " + "I will now retry the lookup and report back. " * 12

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infersight.collector import BadRequest
-from infersight.collector._otlp import JSON, PROTOBUF, decompress, parse_traces, to_rows
+from infersight.collector.ingest._otlp import JSON, PROTOBUF, decompress, parse_traces, to_rows
 
 LIMIT = 1 << 20
 

@@ -9,10 +9,10 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from infersight.collector._auth import SESSION_MAX_AGE_S, Authenticator
+from infersight.collector.web import SESSION_MAX_AGE_S, Authenticator
 from infersight.collector._cli import main as cli
-from infersight.collector._errors import Unauthorized
-from infersight.collector._keys import ProjectKeys
+from infersight.collector.errors import Unauthorized
+from infersight.collector.web import ProjectKeys
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from infersight.collector._errors import SpoolFull
-from infersight.collector._spool import Entry, Spool
-from infersight.collector._store import encode_rows
+from infersight.collector.errors import SpoolFull
+from infersight.collector.spool import Entry, Spool
+from infersight.collector.store import encode_rows
 
 
 def rows(n: int, tag: str = "x") -> bytes:

@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector import StoreError, encode_rows
-from infersight.collector._clickhouse import ClickHouseStore
-from infersight.collector._otlp import JSON, parse_traces, to_rows
-from infersight.collector._schema import cluster_statements
+from infersight.collector.store import ClickHouseStore
+from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
+from infersight.collector.store import cluster_statements
 from infersight.collector._server import CollectorProcess
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for, wait_for_spans

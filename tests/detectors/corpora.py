@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from infersight import sdk
 from infersight.detectors import (
     ContextStuffingDetector,
     CostLoopDetector,
@@ -311,7 +313,7 @@ def stuffing_scores(seeds: int, n_reference: int = 3000, n_current: int = 3000,
         rng = np.random.default_rng(3000 + seed)
         for route, (median, sigma) in ROUTES.items():
             reference = np.round(rng.lognormal(math.log(median), sigma, n_reference))
-            detector = ContextStuffingDetector().fit(reference)
+            detector = ContextStuffingDetector(price=sdk.cost_usd).fit(reference)
             sizes = np.round(rng.lognormal(math.log(median), sigma, n_current)).astype(int)
             stuffed = rng.random(n_current) < stuffed_share
             sizes[stuffed] += rng.integers(15_000, 80_000, int(stuffed.sum()))

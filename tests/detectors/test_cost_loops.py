@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from infersight import sdk
 from infersight.detectors import (
     ContextStuffingDetector,
     CostLoopDetector,
@@ -156,7 +157,7 @@ def test_loop_parameters_are_validated():
 @pytest.fixture(scope="module")
 def support_route() -> ContextStuffingDetector:
     reference = np.round(np.random.default_rng(0).lognormal(math.log(900), 0.5, 5000))
-    return ContextStuffingDetector().fit(reference)
+    return ContextStuffingDetector(price=sdk.cost_usd).fit(reference)
 
 
 def stuffed(i: int, tokens: int, **kwargs: object) -> LLMCall:
@@ -186,6 +187,13 @@ def test_a_small_route_needs_the_minimum_size():
     assert chat.threshold_ == chat.min_tokens
     assert chat.detect([stuffed(1, 3_000)]) == []  # 60x the median, still small
     assert len(chat.detect([stuffed(2, 5_000)])) == 1
+
+
+def test_without_a_price_function_the_excess_is_bounded_by_the_calls_own_cost(support_route):
+    unpriced = ContextStuffingDetector().fit([900] * 300)
+    [finding] = unpriced.detect([stuffed(1, 60_000, cost_usd=0.01)])
+    assert finding.cost_usd == pytest.approx(0.01 * (60_000 - 900) / 60_000)
+    assert "excess ≤ $0.0098" in finding.detection.evidence
 
 
 def test_an_unknown_model_gets_an_upper_bound_from_the_calls_own_cost(support_route):

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 from infersight.collector import encode_rows
-from infersight.detectors import NumericDriftDetector, WindowedRunner
+from infersight import sdk
+from infersight.detectors import ContextStuffingDetector, NumericDriftDetector, WindowedRunner
 
 from .corpora import TEXT_BASE, numeric_window, text_corpus
 
@@ -91,7 +92,7 @@ def seeded(session_store) -> str:
 
 @pytest.fixture(scope="module")
 def runner(session_store) -> WindowedRunner:
-    return WindowedRunner(session_store)
+    return WindowedRunner(session_store, stuffing=ContextStuffingDetector(price=sdk.cost_usd))
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,7 @@ def test_reports_drift_loops_and_stuffing_from_the_store(first_run):
 
 
 def test_the_same_window_gives_the_same_rows_and_token(session_store, seeded, first_run):
-    runner = WindowedRunner(session_store)  # a fresh runner: nothing cached
+    runner = WindowedRunner(session_store, stuffing=ContextStuffingDetector(price=sdk.cost_usd))  # fresh: nothing cached
     again = runner.run(seeded, NOW)
     assert again.batches == first_run.batches
     [batch] = first_run.batches  # everything was known in the minute 11:59

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from infersight.collector._store import Store, encode_rows
+from infersight.collector.store import Store, encode_rows
 from infersight.judges import CircuitBreaker, JudgeClient
 from infersight.judges._fake_judge import FakeJudge
 

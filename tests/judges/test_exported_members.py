@@ -5,11 +5,12 @@ from __future__ import annotations
 from infersight import judges
 
 EXPECTED = [
-    "Budget", "CircuitBreaker", "CircuitOpen", "Comparison", "GateResult", "InvalidVerdict", "Judge",
+    "Budget", "CircuitBreaker", "CircuitOpen", "Comparison", "FakeJudge", "GateResult", "InvalidVerdict", "Judge",
     "JudgeCallError", "JudgeClient", "JudgeError", "JudgeLoop", "JudgeRejected", "JudgeRunner",
     "JudgeSettings", "Judgement", "Message", "PairedScore", "Panel", "PanelError", "PanelItem", "Rubric",
     "RubricError", "RubricVersionError", "RunReport", "SampledSpan", "Sampler", "SamplingPolicy",
-    "TransientJudgeError", "Verdict", "compare", "create_panel", "gate", "judge_spend", "list_panels",
+    "TransientJudgeError", "Verdict", "background_options", "compare", "create_panel", "gate",
+    "judge_cli", "judge_settings", "judge_spend", "list_panels",
     "load_panel", "load_rubrics", "lock_rubrics", "paired_bootstrap", "parse_verdict", "recent_scores",
     "scores_summary", "start_judge_loop", "trace_fraction",
 ]

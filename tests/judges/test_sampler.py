@@ -98,7 +98,7 @@ def test_flags_come_from_the_detections_table_when_it_exists(judge_store, projec
     spans = [Span(trace_id_for(project, i)) for i in range(50)]
     insert_spans(judge_store, project, spans)
     flagged = spans[:10]
-    from infersight.collector._store import encode_rows
+    from infersight.collector.store import encode_rows
 
     judge_store.insert("detections", encode_rows([
         {"project": project, "ts": f"{s.ts_ns // 10**9}.000000000", "trace_id": s.trace_id, "span_id": s.span_id,

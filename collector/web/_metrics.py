@@ -5,13 +5,10 @@ A handful of lines written by hand; prometheus-client would be one more dependen
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
-from ._spool import SpoolDepth
+from ..spool import SpoolDepth
 
 router = APIRouter()
 
@@ -32,26 +29,6 @@ _REJECTED = (
     "OTLP requests answered 4xx, by status; their spans are not counted because a body that "
     "cannot be decoded (or is not decoded, for 401) has no known span count."
 )
-
-
-class Counters:
-    """Monotonic counters, thread-safe. ``add`` never blocks for long and never raises."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: Counter[str] = Counter()
-
-    def add(self, name: str, value: int = 1) -> None:
-        with self._lock:
-            self._values[name] += value
-
-    def get(self, name: str) -> int:
-        with self._lock:
-            return self._values[name]
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._values)
 
 
 def render(counters: dict[str, int], depth: SpoolDepth) -> str:

@@ -6,10 +6,10 @@ import logging
 import threading
 import time
 
-from ._errors import SpoolError, StoreError
-from ._metrics import Counters
+from .._counters import Counters
+from ..errors import SpoolError, StoreError
+from ..store import Store, encode_rows
 from ._spool import Batch, Spool
-from ._store import Store, encode_rows
 
 logger = logging.getLogger("infersight.collector")
 

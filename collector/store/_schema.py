@@ -1,4 +1,4 @@
-"""The store's DDL, kept as ``.sql`` files in ``collector/sql`` and applied in name order.
+"""The store's DDL, kept as ``.sql`` files in ``collector/store/sql`` and applied in name order.
 
 On a ClickHouse cluster the same files are rewritten, not duplicated: every table becomes a
 Replicated ``<name>_local`` table created ``ON CLUSTER``, a ``Distributed`` table takes the
@@ -20,7 +20,7 @@ _FROM = re.compile(r"\bFROM (\w+)")
 
 def statements() -> list[str]:
     """Every DDL statement, in the order it must run. Idempotent (``IF NOT EXISTS``)."""
-    folder = resources.files("infersight.collector") / "sql"
+    folder = resources.files("infersight.collector.store") / "sql"
     out: list[str] = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if not path.name.endswith(".sql"):

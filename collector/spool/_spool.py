@@ -26,7 +26,7 @@ from pathlib import Path
 
 import lz4.frame
 
-from ._errors import SpoolError, SpoolFull
+from ..errors import SpoolError, SpoolFull
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (

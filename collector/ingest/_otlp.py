@@ -19,8 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ._enrich import add_cost
-from ._errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
-from ._settings import DAY_NS, IngestWindow
+from .._settings import DAY_NS, IngestWindow
+from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

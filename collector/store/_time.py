@@ -6,7 +6,7 @@ import re
 import time
 from datetime import date, datetime, timedelta, timezone
 
-from ._errors import BadRequest
+from ..errors import BadRequest
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _LOOKBACK = re.compile(r"^(\d{1,7})([smhdw])$")

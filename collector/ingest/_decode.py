@@ -26,11 +26,11 @@ from functools import partial
 from starlette.concurrency import run_in_threadpool
 
 from . import _otlp
+from .._settings import IngestWindow
+from ..errors import WorkerLost
+from ..spool import Entry
+from ..store import encode_rows
 from ._detect import detections_for
-from ._errors import WorkerLost
-from ._settings import IngestWindow
-from ._spool import Entry
-from ._store import encode_rows
 
 
 @dataclass(frozen=True, slots=True)

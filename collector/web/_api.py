@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from . import _queries
 from ._deps import ApiProjectDep, StoreDep
-from ._errors import BadRequest
-from ._timerange import day_or_yesterday, since_to_unix_ns
+from ..errors import BadRequest
+from ..store import day_or_yesterday, detections as detection_rows, queues as queue_rows, recent_spans, since_to_unix_ns
+from ..store import summary as summary_of
 
 router = APIRouter(prefix="/api/v1")
 
@@ -33,7 +33,7 @@ def _since_ns(since: str) -> int:
 @router.get("/summary")
 async def summary(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
     """Totals and latency percentiles since ``since`` (``15m``, ``24h``, ``7d`` or an ISO time)."""
-    result = await run_in_threadpool(_queries.summary, store, project, _since_ns(since))
+    result = await run_in_threadpool(summary_of, store, project, _since_ns(since))
     result["since"] = since
     return result
 
@@ -46,7 +46,7 @@ async def spans(
     limit: int = Query(100, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """The newest GenAI spans (LLM, retrieval, rerank) with their typed columns, newest first."""
-    rows = await run_in_threadpool(_queries.recent_spans, store, project, _since_ns(since), limit)
+    rows = await run_in_threadpool(recent_spans, store, project, _since_ns(since), limit)
     return {"since": since, "spans": rows}
 
 
@@ -59,7 +59,7 @@ async def detections(
     limit: int = Query(1000, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """Soft failures found in LLM outputs (repetition, json, refusal, truncation), newest first."""
-    rows = await run_in_threadpool(_queries.detections, store, project, _since_ns(since), detector, limit)
+    rows = await run_in_threadpool(detection_rows, store, project, _since_ns(since), detector, limit)
     return {"since": since, "detections": rows}
 
 
@@ -68,7 +68,7 @@ async def alerts(store: StoreDep, project: ApiProjectDep, since: str = "7d") -> 
     """Alerts firing now and every firing/repeat/resolved event since ``since``, newest first."""
     from datetime import datetime, timezone
 
-    from .alerts import history
+    from ..alerts import history
 
     start = datetime.fromtimestamp(_since_ns(since) / 1e9, tz=timezone.utc)
     result = await run_in_threadpool(history, store, project, start)
@@ -78,7 +78,7 @@ async def alerts(store: StoreDep, project: ApiProjectDep, since: str = "7d") -> 
 @router.get("/queues")
 async def queues(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
     """The queues the SDK's ``watch_queue`` reports: latest depth and oldest-item age."""
-    rows = await run_in_threadpool(_queries.queues, store, project, _since_ns(since))
+    rows = await run_in_threadpool(queue_rows, store, project, _since_ns(since))
     return {"since": since, "queues": rows}
 
 
@@ -106,7 +106,7 @@ async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = Non
     """The daily digest of ``date`` (``YYYY-MM-DD``, UTC; default yesterday) as JSON."""
     from dataclasses import asdict
 
-    from .alerts._digest import build_digest
+    from ..alerts._digest import build_digest
 
     result = await run_in_threadpool(build_digest, store, project, _parse_day(date))
     return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._store import Store
+from ._base import Store
 
 _TOTALS = """
 SELECT

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._errors import Unauthorized
+from ..errors import Unauthorized
 from ._keys import PREFIX_CHARS, ProjectKeys, hash_key, looks_like_key
 
 CACHE_S = 2.0

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-from ._errors import BadRequest
+from ..errors import BadRequest
 from ._otlp import PROTOBUF
 
 QUEUE_DEPTH = "infersight.queue.depth"

@@ -1,4 +1,4 @@
-"""The ClickHouse server backend of :class:`~._store.Store`, through clickhouse-connect.
+"""The ClickHouse server backend of :class:`~._base.Store`, through clickhouse-connect.
 
 Same schema files, same SQL, same JSONEachRow in and out as the embedded store: the two
 backends differ only in transport. With a cluster name, the schema is created ``ON CLUSTER``
@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from . import _schema
-from ._errors import StoreError
-from ._store import insert_error
+from ..errors import StoreError
+from ._base import insert_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOKEN = re.compile(r"^[0-9a-f]+$")

@@ -13,8 +13,8 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request
 
 from ._auth import SESSION_COOKIE, Authenticator
-from ._errors import Unauthorized
-from ._store import Store
+from ..errors import Unauthorized
+from ..store import Store
 
 
 async def _store(request: Request) -> Store:
@@ -26,7 +26,7 @@ async def _authenticator(request: Request) -> Authenticator | None:
 
 
 def key_project(request: Request) -> str:
-    """The project of the request's API key (:class:`~._errors.Unauthorized` without a valid
+    """The project of the request's API key (:class:`~infersight.collector.errors.Unauthorized` without a valid
     one), or the dev mode's single project."""
     auth: Authenticator | None = request.app.state.authenticator
     if auth is None:

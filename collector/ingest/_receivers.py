@@ -16,14 +16,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from . import _otlp, _otlp_metrics
+from .._counters import Counters
+from .._settings import Settings
+from ..errors import BadRequest, SpoolError, StoreError, WorkerLost
+from ..spool import Spool, SpoolWriter
+from ..store import Store, encode_rows
+from ..web import key_project
 from ._decode import Decoder
-from ._deps import key_project
-from ._errors import BadRequest, SpoolError, StoreError, WorkerLost
-from ._metrics import Counters
-from ._settings import Settings
-from ._spool import Spool
-from ._store import Store, encode_rows
-from ._writer import SpoolWriter
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
 _RPC_CODE = {400: 3, 401: 16, 413: 8, 415: 3}

@@ -1,0 +1,39 @@
+"""The store: ClickHouse tables holding spans and everything derived from them.
+
+Two backends with one protocol, :class:`Store` (insert JSONEachRow, run a SELECT with bound
+parameters): :class:`ChdbStore`, the engine in-process, and :class:`ClickHouseStore`, a server
+or cluster through clickhouse-connect. The schema (``sql/*.sql``), row encoding, the read
+queries every surface shares, and the time-range helpers live here too.
+
+Dashboards, judges, alerts and detectors read through this package. It imports no web code:
+importing it does not import FastAPI, the app or the CLI.
+"""
+
+from __future__ import annotations
+
+from ..errors import DataDirLocked, StoreError
+from ._base import Store, encode_rows, insert_error
+from ._chdb import ChdbStore
+from ._clickhouse import ClickHouseStore
+from ._queries import dead_letters, detections, queues, recent_spans, summary
+from ._schema import cluster_statements, statements
+from ._time import day_or_yesterday, since_to_unix_ns
+
+__all__ = [
+    "ChdbStore",
+    "ClickHouseStore",
+    "DataDirLocked",
+    "Store",
+    "StoreError",
+    "cluster_statements",
+    "day_or_yesterday",
+    "dead_letters",
+    "detections",
+    "encode_rows",
+    "insert_error",
+    "queues",
+    "recent_spans",
+    "since_to_unix_ns",
+    "statements",
+    "summary",
+]

@@ -1,0 +1,81 @@
+"""The :class:`Store` protocol both backends implement, and the rows they take."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import orjson
+
+from ..errors import StoreError
+
+def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """``rows`` as JSONEachRow bytes (one object per line), the form :meth:`Store.insert` takes.
+
+    Lone surrogates, which ClickHouse rejects, become ``?`` instead of failing the insert.
+    """
+    out = bytearray()
+    for row in rows:
+        try:
+            out += orjson.dumps(row)  # several times faster than json: this runs per span at ingest
+        except (orjson.JSONEncodeError, TypeError):  # lone surrogates, ints beyond 64 bits
+            out += json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+        out += b"\n"
+    return bytes(out)
+
+
+_CODE = re.compile(r"Code: \d+")
+_ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
+# ClickHouse errors that pass by themselves or by an operator's hand (overload, limits, disks,
+# replication, permissions): the rows are not at fault, so the writer retries them as they are.
+_TRANSIENT = frozenset({
+    "ABORTED", "ACCESS_DENIED", "ALL_CONNECTION_TRIES_FAILED", "ALL_REPLICAS_ARE_STALE",
+    "AUTHENTICATION_FAILED", "CANNOT_ALLOCATE_MEMORY", "CANNOT_FSYNC", "CANNOT_SCHEDULE_TASK",
+    "CANNOT_WRITE_TO_FILE_DESCRIPTOR", "KEEPER_EXCEPTION", "MEMORY_LIMIT_EXCEEDED",
+    "NETWORK_ERROR", "NO_ZOOKEEPER", "NOT_ENOUGH_SPACE", "QUERY_WAS_CANCELLED", "QUOTA_EXCEEDED",
+    "READONLY", "SERVER_OVERLOADED", "SOCKET_TIMEOUT", "TABLE_IS_DROPPED", "TABLE_IS_READ_ONLY",
+    "TIMEOUT_EXCEEDED", "TOO_MANY_PARTS", "TOO_MANY_SIMULTANEOUS_QUERIES", "UNKNOWN_DATABASE",
+    "UNKNOWN_STATUS_OF_INSERT", "UNKNOWN_TABLE",
+})
+
+
+def insert_error(table: str, exc: BaseException) -> StoreError:
+    """``exc`` raised by an insert into ``table`` as a :class:`StoreError`.
+
+    Transient unless ClickHouse answered with an error about the rows themselves: a store that
+    cannot be reached, or one that is overloaded, will take the same rows later.
+    """
+    message = str(exc)
+    transient = True
+    if _CODE.search(message):  # ClickHouse answered, with an exception
+        # TOO_MANY_PARTS is also the name of "too many partitions for single INSERT block",
+        # which no wait cures: the rows span too many days.
+        names = set(_ERROR_NAME.findall(message))
+        transient = bool(names & _TRANSIENT) and "partitions for single INSERT block" not in message
+    return StoreError(f"insert into {table} failed: {message}", transient=transient)
+
+
+class Store(Protocol):
+    """A ClickHouse database holding the infersight schema.
+
+    Every method blocks until ClickHouse has answered and may be called from any thread.
+    They raise :class:`StoreError` when the store cannot do what was asked.
+    """
+
+    def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        """Append JSONEachRow ``rows`` (see :func:`encode_rows`) to ``table`` as one insert.
+
+        ``dedup_token`` (lowercase hex) makes the insert idempotent: ClickHouse drops a repeat of
+        a recent insert with the same token, in ``table`` and in its materialized views.
+        Returns only once the rows are in; raises :class:`StoreError` (with ``transient`` set
+        as the store's answer allows) when they are not.
+        """
+        ...
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a SELECT with ``{name:Type}`` placeholders bound from ``params``; rows as dicts."""
+        ...
+
+    def close(self) -> None: ...
