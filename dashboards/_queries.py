@@ -9,14 +9,15 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from infersight.collector.store import Store
+from infersight.collector.store import LLM, Store, operations_of
 
 from ._filters import NS, View, array_param, where
 from ._rollup import aggregate, merge, percentiles
 
-# GenAI operations that are model calls (retrieval and rerank are the steps around them).
-LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
-STEP_OPERATIONS = ("retrieval", "rerank")
+# The rollups are keyed by operation: model calls are the operations of kind 'llm' (the span
+# contract, infersight.collector.store), retrieval and rerank the steps around them.
+LLM_OPERATIONS = operations_of(LLM)
+STEP_OPERATIONS = (*operations_of("retrieval"), *operations_of("rerank"))
 LATENCY_MEASURES = ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "itl_p50_s", "itl_p95_s", "tpot_s")
 SUMS = ("requests", "errors", "rerank_candidates")
 SPEND_MEASURES = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")

@@ -62,7 +62,7 @@ _COLUMN = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")  # drift features are read as l
 _SPANS = (
     "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64})"
     " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND status = 'ok'"
-    " AND operation NOT IN ('retrieval', 'rerank', 'embeddings', 'execute_tool', 'create_agent')"
+    " AND kind = 'llm'"
 )
 _CALL_COLUMNS = (
     "trace_id, span_id, toUnixTimestamp64Nano(ts) AS ts_ns, tenant, user_id, route, model, provider,"

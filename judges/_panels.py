@@ -37,7 +37,7 @@ FROM llm_spans
 WHERE project = {project:String} AND route = {route:String}
   AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})
   AND status = 'ok'
-  AND operation NOT IN ('retrieval', 'rerank', 'embeddings', 'execute_tool', 'create_agent')
+  AND kind = 'llm'
   AND (empty({versions:Array(String)}) OR has({versions:Array(String)}, service_version))
 ORDER BY ts DESC
 LIMIT {limit:UInt32}

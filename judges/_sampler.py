@@ -55,8 +55,7 @@ FROM (
     WHERE project = {project:String}
       AND ts >= fromUnixTimestamp64Nano({since_ns:Int64}) AND ts < fromUnixTimestamp64Nano({until_ns:Int64})
       AND status = 'ok' AND route != {judge_route:String}
-      -- operations that produce no answer to judge
-      AND operation NOT IN ('retrieval', 'rerank', 'embeddings', 'execute_tool', 'create_agent')
+      AND kind = 'llm'  -- only model calls produce an answer to judge
 )
 WHERE u < inclusion_rate
 ORDER BY u / inclusion_rate, span_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infersight import collector, dashboards, detectors, sdk
-from infersight.collector import alerts
+from infersight.collector import alerts, store
 
 EXPECTED = {
     sdk: [
@@ -17,6 +17,11 @@ EXPECTED = {
         "BadRequest", "ChdbStore", "DataDirLocked", "InfersightError", "PayloadTooLarge",
         "Settings", "SpoolError", "SpoolFull", "Store", "StoreError", "Unauthorized",
         "UnsupportedMediaType", "create_app", "encode_rows",
+    ],
+    store: [
+        "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "Store", "StoreError", "call_figures",
+        "cluster_statements", "day_or_yesterday", "dead_letters", "detections", "encode_rows", "insert_error",
+        "kind_of", "operations_of", "queues", "recent_spans", "since_to_unix_ns", "statements", "summary",
     ],
     alerts: [
         "Alert", "AlertmanagerNotifier", "BurnWindow", "CostRule", "ErrorRateRule", "Evaluation",

@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..store import Store
+from ..store import Store, call_figures
 from ._model import Alert
 
 DIGEST = "DailyDigest"
@@ -40,9 +40,9 @@ class Digest:
         """The digest as a few plain lines, for chat channels."""
         t, p = self.totals, self.previous
         out = [
-            f"{self.project} on {self.day}: {t['spans']:,} calls ({_delta(t['spans'], p['spans'])}), "
-            f"error rate {t['error_rate']:.2%}, cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
-            f"p95 latency {_ms(t['p95_s'])}"
+            f"{self.project} on {self.day}: {t['llm_calls']:,} calls ({_delta(t['llm_calls'], p['llm_calls'])}), "
+            f"error rate {t['llm_error_rate']:.2%}, cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
+            f"p95 latency {_ms(t['latency_s']['p95'])}"
         ]
         if self.slowest_routes:
             out.append("Slowest routes (p95): " + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
@@ -88,15 +88,8 @@ _RANGE = "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:In
 
 def _totals(store: Store, project: str, day: date) -> dict[str, Any]:
     start, end = _window(day)
-    (row,) = store.query(
-        "SELECT count() AS spans, countIf(status = 'error') AS errors, sum(ifNull(cost_usd, 0)) AS cost_usd,"
-        " quantiles(0.5, 0.95, 0.99)(duration_s) AS q FROM llm_spans WHERE " + _RANGE,
-        {"project": project, "start": start, "end": end},
-    )
-    spans = int(row["spans"])
-    q = row["q"] if spans else [None, None, None]
-    return {"spans": spans, "errors": int(row["errors"]), "error_rate": int(row["errors"]) / spans if spans else 0.0,
-            "cost_usd": float(row["cost_usd"]), "p50_s": q[0], "p95_s": q[1], "p99_s": q[2]}
+    (figures,) = call_figures(store, project, start, until_ns=end)
+    return figures
 
 
 def _table_exists(store: Store, table: str) -> bool:
@@ -112,22 +105,11 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
     digest = Digest(project, day, _totals(store, project, day), _totals(store, project, day - timedelta(days=1)))
     digest.slowest_routes = store.query(
         "SELECT route, count() AS calls, quantile(0.95)(duration_s) AS p95_s FROM llm_spans WHERE " + _RANGE
-        + " AND operation NOT IN ('retrieval', 'rerank') GROUP BY route HAVING calls >= 5 ORDER BY p95_s DESC LIMIT 5",
+        + " AND kind = 'llm' GROUP BY route HAVING calls >= 5 ORDER BY p95_s DESC LIMIT 5",
         params,
     )
-    digest.top_spenders = store.query(
-        "SELECT tenant, sum(ifNull(cost_usd, 0)) AS cost_usd, count() AS calls FROM llm_spans WHERE " + _RANGE
-        + " GROUP BY tenant ORDER BY cost_usd DESC LIMIT 5",
-        params,
-    )
-    llm_calls = {"now": 0, "before": 0}
-    for key, (s, e) in (("now", (start, end)), ("before", (prev_start, start))):
-        (row,) = store.query(
-            "SELECT count() AS n FROM llm_spans WHERE project = {project:String} AND operation = 'chat'"
-            " AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})",
-            {"project": project, "start": s, "end": e},
-        )
-        llm_calls[key] = int(row["n"])
+    digest.top_spenders = call_figures(store, project, start, until_ns=end, by=("tenant",))[:5]
+    llm_calls = {"now": digest.totals["llm_calls"], "before": digest.previous["llm_calls"]}
     rates = store.query(
         "SELECT label, countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS now,"
         " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS before FROM detections"

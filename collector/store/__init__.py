@@ -15,6 +15,8 @@ from ..errors import DataDirLocked, StoreError
 from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
+from ._kinds import KINDS, LLM, kind_of, operations_of
+from ._metrics import call_figures
 from ._queries import dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
 from ._time import day_or_yesterday, since_to_unix_ns
@@ -23,14 +25,19 @@ __all__ = [
     "ChdbStore",
     "ClickHouseStore",
     "DataDirLocked",
+    "KINDS",
+    "LLM",
     "Store",
     "StoreError",
+    "call_figures",
     "cluster_statements",
     "day_or_yesterday",
     "dead_letters",
     "detections",
     "encode_rows",
     "insert_error",
+    "kind_of",
+    "operations_of",
     "queues",
     "recent_spans",
     "since_to_unix_ns",

@@ -5,35 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ._base import Store
-
-_TOTALS = """
-SELECT
-    count() AS spans,
-    countIf(status = 'error') AS errors,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
-    sum(ifNull(cost_usd, 0)) AS cost_usd,
-    quantiles(0.5, 0.95, 0.99)(duration_s) AS latency_s
-FROM llm_spans
-WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})
-"""
-
+from ._metrics import call_figures
 
 def summary(store: Store, project: str, since_ns: int) -> dict[str, Any]:
-    """Span, error, token and cost totals with latency percentiles, overall and per tenant.
-
-    Counts GenAI spans (LLM, retrieval, rerank). Latency percentiles are in seconds and
-    ``None`` when there are no spans.
-    """
-    params = {"project": project, "since_ns": since_ns}
-    overall = store.query(_TOTALS, params)[0]
-    tenants = store.query(
-        _TOTALS.replace("FROM llm_spans", ", tenant FROM llm_spans")
-        + " GROUP BY tenant ORDER BY cost_usd DESC, tenant",
-        params,
-    )
-    out = _shape(overall)
-    out["tenants"] = [{"tenant": row["tenant"], **_shape(row)} for row in tenants]
+    """The headline figures (:func:`~._metrics.call_figures`) overall, with ``tenants`` (the same
+    per tenant, largest cost first) and ``dead_letters`` (requests the store refused)."""
+    (out,) = call_figures(store, project, since_ns)
+    out["tenants"] = call_figures(store, project, since_ns, by=("tenant",))
     out["dead_letters"] = dead_letters(store, project, since_ns)
     return out
 
@@ -53,20 +31,6 @@ def dead_letters(store: Store, project: str, since_ns: int) -> dict[str, Any]:
         "spans": int(row["spans"]),
         "last_reason": row["last_reason"] if requests else None,
         "last_at": row["last_at"] if requests else None,
-    }
-
-
-def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    spans = int(row["spans"])
-    q = row["latency_s"] if spans else [None, None, None]
-    return {
-        "spans": spans,
-        "errors": int(row["errors"]),
-        "error_rate": (int(row["errors"]) / spans) if spans else 0.0,
-        "input_tokens": int(row["input_tokens"]),
-        "output_tokens": int(row["output_tokens"]),
-        "cost_usd": float(row["cost_usd"]),
-        "latency_s": {"p50": q[0], "p95": q[1], "p99": q[2]},
     }
 
 

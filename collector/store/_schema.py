@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from ._kinds import kind_sql
+
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.MULTILINE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+)", re.MULTILINE)
 _DROP = re.compile(r"^DROP (VIEW|TABLE) IF EXISTS (\w+)$")
 _ENGINE = re.compile(r"ENGINE = (\w*MergeTree)\(([^)]*)\)")
 _FROM = re.compile(r"\bFROM (\w+)")
+_ALTER = re.compile(r"^ALTER TABLE (\w+) ")
 
 
 def statements() -> list[str]:
@@ -27,7 +30,7 @@ def statements() -> list[str]:
             continue
         text = "\n".join(
             line for line in path.read_text().splitlines() if not line.lstrip().startswith("--")
-        )
+        ).replace("$KIND_OF_OPERATION", kind_sql("operation"))
         out.extend(s.strip() for s in text.split(";\n") if s.strip().rstrip(";"))
     return [s.rstrip(";") for s in out]
 
@@ -55,6 +58,10 @@ def cluster_statements(cluster: str, database: str) -> list[str]:
             head = f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} {on} TO {target}_local"
             body = statement.replace(m.group(0), head, 1)
             out.append(_FROM.sub(lambda f: f"FROM {f.group(1)}_local" if f.group(1) in tables else f.group(0), body))
+        elif (m := _ALTER.match(statement)) is not None:
+            rest = statement[m.end():]
+            out.append(f"ALTER TABLE {m.group(1)}_local {on} {rest}")
+            out.append(f"ALTER TABLE {m.group(1)} {on} {rest}")
         elif (m := _DROP.match(statement)) is not None:
             kind, name = m.group(1), m.group(2)
             out.append(f"DROP {kind} IF EXISTS {name} {on}")

@@ -34,7 +34,7 @@ def test_digest_numbers_and_html(store):
          "version": "1.0", "label": "repetition.loop", "score": 1.0, "evidence": "again again"} for i in range(4)
     ]))
     digest = build_digest(store, project, DAY)
-    assert digest.totals["spans"] == 220 and digest.previous["spans"] == 100
+    assert digest.totals["llm_calls"] == 220 and digest.previous["llm_calls"] == 100
     assert abs(digest.totals["cost_usd"] - 12.0) < 1e-9
     assert digest.slowest_routes[0]["route"] == "report"
     assert digest.top_spenders[0]["tenant"] == "<i>bigco</i>"

@@ -54,8 +54,9 @@ def test_summary_shows_exactly_the_spans_the_sdk_sent(collector):
     send_with_sdk(collector.url, calls, fail=1)
 
     summary = wait_for_spans(collector.url, 4)
-    assert summary["spans"] == 4
-    assert summary["errors"] == 1
+    assert summary["spans"] == summary["llm_calls"] == 4
+    assert summary["kinds"] == {"llm": 4}
+    assert summary["llm_errors"] == 1 and summary["llm_error_rate"] == 0.25
     assert summary["input_tokens"] == 1400
     assert summary["output_tokens"] == 80
     assert summary["cost_usd"] == pytest.approx(sum(cost(i, o) for _, i, o in calls), rel=1e-9)
@@ -63,7 +64,7 @@ def test_summary_shows_exactly_the_spans_the_sdk_sent(collector):
     assert 0 <= p["p50"] <= p["p95"] <= p["p99"] < 5
     tenants = {t["tenant"]: t for t in summary["tenants"]}
     assert set(tenants) == {"acme", "globex"}
-    assert (tenants["acme"]["spans"], tenants["acme"]["errors"]) == (3, 1)
+    assert (tenants["acme"]["llm_calls"], tenants["acme"]["llm_errors"]) == (3, 1)
     assert tenants["acme"]["input_tokens"] == 400
     assert tenants["globex"]["cost_usd"] == pytest.approx(cost(1000, 10), rel=1e-9)
 

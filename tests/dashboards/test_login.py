@@ -46,7 +46,7 @@ def test_login_shows_only_the_keys_project(auth_collector):
         page = httpx.get(f"{url}/", cookies=response.cookies)
         assert page.status_code == 200
         assert f'id="project">project {project}<' in page.text
-        assert f'id="spans">{spans}<' in page.text
+        assert f'id="llm-calls">{spans}<' in page.text
 
 
 def test_logout_and_a_tampered_cookie_end_the_session(auth_collector):

@@ -25,8 +25,8 @@ def test_overview_numbers_match_the_api_and_untrusted_text_is_escaped(collector)
 
     summary = wait_for_spans(collector.url, 1, since="24h")
     page = httpx.get(f"{collector.url}/", params={"range": "24h"}).text
-    assert f'id="spans">{summary["spans"]:,}<' in page
-    assert f'id="error-rate">{summary["error_rate"] * 100:.1f}%<' in page
+    assert f'id="llm-calls">{summary["llm_calls"]:,}<' in page
+    assert f'id="error-rate">{summary["llm_error_rate"] * 100:.1f}%<' in page
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 

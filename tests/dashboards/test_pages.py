@@ -80,6 +80,14 @@ def test_pages_render_with_data_and_match_the_api(filled):
     assert api["totals"]["cost_usd"] == pytest.approx(sum(c.cost_usd for c in day))
     overview = client.get("/api/v1/summary", params={"since": "24h"}).json()
     assert overview["cost_usd"] == pytest.approx(api["totals"]["cost_usd"])
+    # One reference, every surface: the RAG traces' retrieval and rerank spans are no calls.
+    latency = client.get("/api/v1/latency", params={"since": "24h"}).json()["totals"]
+    assert overview["llm_calls"] == api["totals"]["requests"] == latency["requests"] == len(day)
+    assert overview["llm_error_rate"] == pytest.approx(latency["error_rate"])
+    assert overview["spans"] > overview["llm_calls"] and overview["kinds"]["llm"] == len(day)
+    page = client.get("/", params={"range": "24h"}).text
+    assert value(page, "llm-calls") == f"{len(day):,}"
+    assert value(page, "error-rate") == f"{latency['error_rate'] * 100:.1f}%"
 
 
 def test_filters_narrow_every_page(filled):

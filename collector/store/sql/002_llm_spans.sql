@@ -1,4 +1,6 @@
--- One typed row per GenAI span (LLM, retrieval, rerank): what dashboards, detectors and alerts read.
+-- One typed row per GenAI span: what dashboards, detectors and alerts read. `kind` says what the span
+-- is (llm, embedding, retrieval, rerank, tool, agent, other): its default is generated from the one
+-- definition in store/_kinds.py, and only `kind = 'llm'` rows are model calls.
 CREATE TABLE IF NOT EXISTS llm_spans (
     project LowCardinality(String),
     ts DateTime64(9),
@@ -8,6 +10,7 @@ CREATE TABLE IF NOT EXISTS llm_spans (
     service LowCardinality(String),
     service_version LowCardinality(String),
     operation LowCardinality(String),
+    kind LowCardinality(String) DEFAULT $KIND_OF_OPERATION,
     tenant LowCardinality(String),
     user_id String,
     route LowCardinality(String),
@@ -38,6 +41,9 @@ ORDER BY (project, ts)
 -- (deduplicate_blocks_in_dependent_materialized_views, on by default), or a retried insert
 -- doubles llm_spans while otel_traces stays right.
 SETTINGS non_replicated_deduplication_window = 1000;
+
+-- A table from before `kind`: old rows get it computed from their operation when read.
+ALTER TABLE llm_spans ADD COLUMN IF NOT EXISTS kind LowCardinality(String) DEFAULT $KIND_OF_OPERATION AFTER operation;
 
 -- Attribute names differ between instrumentations; each column takes the first one present:
 -- the GenAI conventions, then their deprecated names, then OpenInference (llm.*,

@@ -1,0 +1,58 @@
+"""What kind of work a typed span is: the one definition every reader of ``llm_spans`` shares.
+
+A span's ``kind`` is decided once, at ingest, from its operation (which the view has already
+mapped from GenAI semconv, OpenInference span kinds and OpenLLMetry request types):
+
+    llm        a model call (chat, text completion, generate_content): the unit of calls, error
+               rate, latency, TTFT, tokens and cost on every surface
+    embedding  an embeddings call
+    retrieval  a vector or keyword search
+    rerank     a reranker call
+    tool       a tool execution
+    agent      an agent or workflow step
+    other      any other GenAI operation
+
+The column's SQL default is generated from :data:`OPERATION_KINDS` (see ``sql/002_llm_spans.sql``),
+and Python readers use the same table, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+LLM = "llm"
+EMBEDDING = "embedding"
+RETRIEVAL = "retrieval"
+RERANK = "rerank"
+TOOL = "tool"
+AGENT = "agent"
+OTHER = "other"
+KINDS = (LLM, EMBEDDING, RETRIEVAL, RERANK, TOOL, AGENT, OTHER)
+
+OPERATION_KINDS: dict[str, str] = {
+    "chat": LLM,
+    "text_completion": LLM,
+    "completion": LLM,  # OpenLLMetry's llm.request.type
+    "generate_content": LLM,
+    "embeddings": EMBEDDING,
+    "embedding": EMBEDDING,  # OpenLLMetry
+    "retrieval": RETRIEVAL,
+    "rerank": RERANK,
+    "execute_tool": TOOL,
+    "create_agent": AGENT,
+    "invoke_agent": AGENT,
+}
+
+
+def kind_of(operation: str) -> str:
+    """The kind of a span with this ``llm_spans.operation``."""
+    return OPERATION_KINDS.get(operation, OTHER)
+
+
+def operations_of(kind: str) -> tuple[str, ...]:
+    """Every operation of ``kind``, sorted (for filters on tables keyed by operation)."""
+    return tuple(sorted(op for op, k in OPERATION_KINDS.items() if k == kind))
+
+
+def kind_sql(operation: str = "operation") -> str:
+    """:func:`kind_of` as a ClickHouse expression over the column ``operation``."""
+    cases = ", ".join(f"{operation} = '{op}', '{kind}'" for op, kind in OPERATION_KINDS.items())
+    return f"multiIf({cases}, '{OTHER}')"
