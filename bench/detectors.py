@@ -49,7 +49,6 @@ from infersight.detectors import (
     WindowedRunner,
     run_inline,
 )
-
 from tests.detectors.corpora import (
     _SENTENCES,
     TEXT_BASE,

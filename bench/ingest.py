@@ -409,8 +409,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
     reports it and carries on). It opens an embedded store here, which chDB allows once per
     process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
-    from infersight.collector.ingest import _otlp
-    from infersight.collector.ingest import decode_request
+    from infersight.collector.ingest import _otlp, decode_request
     from infersight.collector.spool import Spool
     from infersight.collector.store import ChdbStore
 

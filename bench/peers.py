@@ -23,7 +23,6 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
-
 from sdk_overhead import RESPONSE, DiscardExporter, call_llm
 
 VARIANTS = ("infersight", "langfuse", "traceloop")

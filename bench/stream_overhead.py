@@ -19,9 +19,9 @@ from types import SimpleNamespace
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from sdk_overhead import DiscardExporter
 
 from infersight import sdk
-from sdk_overhead import DiscardExporter
 
 
 def _openai_chunks(n: int) -> list[SimpleNamespace]:

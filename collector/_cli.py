@@ -11,9 +11,9 @@ import click
 from infersight.dashboards import report_cli
 from infersight.judges import background_options, judge_cli, judge_settings
 
-from .errors import InfersightError
 from ._settings import IngestWindow, Settings
 from .alerts._cli import alerts_cli, channel_options
+from .errors import InfersightError
 
 
 @click.group()

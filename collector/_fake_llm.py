@@ -10,14 +10,15 @@ import json
 import random
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-_WORDS = (
-    "the answer depends on your plan and region so please check the billing page first then "
-    "contact support if the invoice still looks wrong we can refund duplicate charges quickly"
-).split()
+_WORDS = [
+    "the", "answer", "depends", "on", "your", "plan", "and", "region", "so", "please", "check",
+    "the", "billing", "page", "first", "then", "contact", "support", "if", "the", "invoice",
+    "still", "looks", "wrong", "we", "can", "refund", "duplicate", "charges", "quickly",
+]
 
 
 class FakeLLM:

@@ -12,12 +12,14 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from infersight.collector.web import ApiProjectDep, StoreDep
 from infersight.collector.errors import BadRequest
+from infersight.collector.web import ApiProjectDep, StoreDep
 
 from ._filters import View, view_from_since
 from ._quality import quality as quality_data
-from ._queries import COST_BY, cost as cost_data, latency as latency_data
+from ._queries import COST_BY
+from ._queries import cost as cost_data
+from ._queries import latency as latency_data
 from ._traces import search, trace
 
 router = APIRouter(prefix="/api/v1")

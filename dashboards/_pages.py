@@ -15,10 +15,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
+from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
 
 from . import _api, _login
 from ._charts import waterfall

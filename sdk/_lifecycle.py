@@ -55,8 +55,20 @@ class Spec:
 class Call:
     """One traced invocation. Created by :func:`begin`; ended exactly once."""
 
-    __slots__ = ("spec", "span", "token", "kwargs", "start_ns", "ended", "model", "queue_wait", "queue_source",
-                 "input_tokens", "output_tokens", "ttft_s")
+    __slots__ = (
+        "ended",
+        "input_tokens",
+        "kwargs",
+        "model",
+        "output_tokens",
+        "queue_source",
+        "queue_wait",
+        "span",
+        "spec",
+        "start_ns",
+        "token",
+        "ttft_s",
+    )
 
     def __init__(self, spec: Spec, span: trace.Span, kwargs: Mapping[str, Any], model: str | None) -> None:
         self.spec = spec

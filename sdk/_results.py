@@ -17,7 +17,6 @@ from ._pricing import lookup_rates
 from ._streams import StreamStats
 from ._usage import Usage, extract_usage
 
-
 # The hooks collect attributes into one dict and set them with one call: the SDK span takes a
 # lock per set_attribute call, which showed up in the overhead profile.
 

@@ -18,9 +18,9 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from ._enrich import add_cost
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from ._enrich import add_cost
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

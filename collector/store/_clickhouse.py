@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from . import _schema
 from ..errors import StoreError
+from . import _schema
 from ._base import insert_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from infersight.collector.store import encode_rows
 from infersight.collector.alerts import WebhookNotifier
 from infersight.collector.alerts._digest import build_digest
 from infersight.collector.alerts._evaluator import Evaluator
+from infersight.collector.store import encode_rows
 
 from .receiver import Receiver
 

@@ -7,10 +7,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from infersight.collector.store import encode_rows
 from infersight.collector.alerts import (
-    AlertmanagerNotifier, Evaluator, SlackNotifier, WebhookNotifier, history,
+    AlertmanagerNotifier,
+    Evaluator,
+    SlackNotifier,
+    WebhookNotifier,
+    history,
 )
+from infersight.collector.store import encode_rows
 
 from .receiver import Receiver
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from infersight.collector.alerts._cost import CostRule
 from infersight.collector.alerts._error_rate import ErrorRateRule

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector import StoreError, encode_rows
-from infersight.collector.store import ClickHouseStore
-from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import cluster_statements
 from infersight.collector._server import CollectorProcess
+from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
+from infersight.collector.store import ClickHouseStore, cluster_statements
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for, wait_for_spans
 

@@ -8,12 +8,11 @@ import json
 from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
-from infersight.collector.web import ProjectKeys
 from infersight.collector._counters import Counters
 from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, to_rows
-from infersight.collector.spool import Entry, Spool
+from infersight.collector.spool import Entry, Spool, SpoolWriter
 from infersight.collector.store import encode_rows
-from infersight.collector.spool import SpoolWriter
+from infersight.collector.web import ProjectKeys
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import wait_for
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+
 from infersight import sdk
 from infersight.detectors import (
     ContextStuffingDetector,

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from infersight.detectors import NotFittedError, TextDriftDetector
 from infersight.detectors._text_drift import messages_text
 

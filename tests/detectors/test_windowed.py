@@ -9,8 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from infersight.collector import encode_rows
+
 from infersight import sdk
+from infersight.collector import encode_rows
 from infersight.detectors import ContextStuffingDetector, NumericDriftDetector, WindowedRunner
 
 from .corpora import TEXT_BASE, numeric_window, text_corpus
