@@ -45,7 +45,8 @@ async def latency(
 
 @router.get("/cost")
 async def cost(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h", by: str = Query("tenant", pattern="^(tenant|route|model)$"),
+    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    by: str = Query("tenant", pattern="^(tenant|route|model)$"),
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
     """Spend totals; per tenant, route and model; over time per ``by``; top users; cost findings."""

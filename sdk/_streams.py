@@ -36,7 +36,9 @@ class StreamStats:
         "usage",
     )
 
-    def __init__(self, start_ns: int, *, keep_text: bool, guard: Callable[[list[str]], str | None] | None = None) -> None:
+    def __init__(
+        self, start_ns: int, *, keep_text: bool, guard: Callable[[list[str]], str | None] | None = None
+    ) -> None:
         self.start_ns = start_ns
         self.first_ns: int | None = None
         self.last_ns = start_ns

@@ -225,7 +225,9 @@ def _invalid(span: Any) -> str | None:
 
 # Most spans have neither events nor links: one shared empty value instead of seven list builds.
 _NO_EVENTS: dict[str, list[Any]] = {"Events.Timestamp": [], "Events.Name": [], "Events.Attributes": []}
-_NO_LINKS: dict[str, list[Any]] = {"Links.TraceId": [], "Links.SpanId": [], "Links.TraceState": [], "Links.Attributes": []}
+_NO_LINKS: dict[str, list[Any]] = {
+    "Links.TraceId": [], "Links.SpanId": [], "Links.TraceState": [], "Links.Attributes": [],
+}
 
 
 def _events(events: Any) -> dict[str, list[Any]]:

@@ -70,7 +70,10 @@ class ClickHouseStore:
         if dedup_token is not None:
             if not _TOKEN.match(dedup_token):
                 raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
-            settings = {"insert_deduplication_token": dedup_token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+            settings = {
+                "insert_deduplication_token": dedup_token,
+                "deduplicate_blocks_in_dependent_materialized_views": 1,
+            }
         try:
             self._client.raw_insert(table, None, rows, fmt="JSONEachRow", settings=settings)
         except Exception as exc:
