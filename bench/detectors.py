@@ -49,7 +49,6 @@ from infersight.detectors import (
     WindowedRunner,
     run_inline,
 )
-
 from tests.detectors.corpora import (
     _SENTENCES,
     TEXT_BASE,
@@ -107,7 +106,9 @@ def inline_table() -> str:
         for name, span in _outputs(size).items():
             both = _median_us(lambda span=span: (repetition.detect(span), json_detector.detect(span)))
             everything = _median_us(lambda span=span: run_inline(span))
-            lines.append(f"| {name} | {size // 1024} KB | {both:,.1f} | {both / (size / 1024):,.1f} | {everything:,.1f} |")
+            lines.append(
+                f"| {name} | {size // 1024} KB | {both:,.1f} | {both / (size / 1024):,.1f} | {everything:,.1f} |"
+            )
     return "\n".join(lines)
 
 
@@ -175,8 +176,12 @@ def _runner_hour(store_dir: Path) -> tuple[float, str]:
                     "gen_ai.usage.input_tokens": str(int(numbers["input_tokens"][k])),
                     "gen_ai.usage.output_tokens": str(int(numbers["output_tokens"][k])),
                     "infersight.cost.usd": repr(float(numbers["cost_usd"][k])), "infersight.route": "support.answer",
-                    "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": prompts[k]}]}]),
-                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": answers[k]}]}]),
+                    "gen_ai.input.messages": json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": prompts[k]}]}]
+                    ),
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": answers[k]}]}]
+                    ),
                 }
                 if not math.isnan(numbers["ttft_s"][k]):
                     attributes["gen_ai.response.time_to_first_chunk"] = repr(float(numbers["ttft_s"][k]))
@@ -186,7 +191,8 @@ def _runner_hour(store_dir: Path) -> tuple[float, str]:
                              "Duration": int(numbers["duration_s"][k] * 1e9), "StatusCode": "Unset"})
         for i in range(0, len(rows), 5000):
             store.insert("otel_traces", encode_rows(rows[i:i + 5000]))
-        seconds, run = _timed(lambda: WindowedRunner(store, stuffing=ContextStuffingDetector(price=sdk.cost_usd)).run("bench", hour + timedelta(hours=1, minutes=1, seconds=5)))
+        seconds, run = _timed(lambda: WindowedRunner(store, stuffing=ContextStuffingDetector(price=sdk.cost_usd)).run(
+            "bench", hour + timedelta(hours=1, minutes=1, seconds=5)))
         return seconds, ", ".join(sorted({r["label"] for r in run.rows})) or "nothing"
     finally:
         store.close()

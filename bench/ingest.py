@@ -217,7 +217,9 @@ class Collector:
                     continue
                 name = raw[raw.index("(") + 1 : raw.rindex(")")]
                 fields = raw.rsplit(")", 1)[1].split()
-                out[(proc.name, task.parent.name)] = (_thread_category(is_server, name), int(fields[11]) + int(fields[12]))
+                out[(proc.name, task.parent.name)] = (
+                    _thread_category(is_server, name), int(fields[11]) + int(fields[12])
+                )
         return out
 
     def rss_mib(self) -> float:
@@ -409,8 +411,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
     reports it and carries on). It opens an embedded store here, which chDB allows once per
     process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
-    from infersight.collector.ingest import _otlp
-    from infersight.collector.ingest import decode_request
+    from infersight.collector.ingest import _otlp, decode_request
     from infersight.collector.spool import Spool
     from infersight.collector.store import ChdbStore
 
@@ -436,7 +437,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                     store.insert("otel_traces", batch_rows.rows)
                     t4 = time.perf_counter()
                     spool.done(batch_rows)
-                    for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3)):
+                    for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3), strict=True):
                         samples[key].append(dt)
                 # Median, not mean: one descheduling on this shared machine would dominate a mean.
                 out.append(StageCost(batch, content, repeat,
@@ -474,7 +475,8 @@ def format_table(results: list[IngestResult]) -> str:
         e2e = r.stored_per_s
         check = "" if r.spans_stored == r.spans_acked else " (MISMATCH)"
         lines.append(
-            f"| {r.batch:,} | {'yes' if r.content else 'no'} | {r.body_bytes / 1024:.0f} | {r.requests_ok:,} | {r.spans_acked:,} | "
+            f"| {r.batch:,} | {'yes' if r.content else 'no'} | {r.body_bytes / 1024:.0f} | {r.requests_ok:,} | "
+            f"{r.spans_acked:,} | "
             f"{r.acked_per_s:,.0f} | {'n/a' if r.stored_during_load is None else f'{r.stored_during_load:,}'} | "
             f"{'timeout' if r.drain_s is None else f'{r.drain_s:.1f}'} | "
             f"{'n/a' if e2e is None else f'{e2e:,.0f}'} | "

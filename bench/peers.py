@@ -23,7 +23,6 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
-
 from sdk_overhead import RESPONSE, DiscardExporter, call_llm
 
 VARIANTS = ("infersight", "langfuse", "traceloop")
@@ -99,8 +98,9 @@ def run(quick: bool = False, python: str | None = None) -> list[dict[str, Any]]:
     rounds, calls = (4, 1000) if quick else (10, 3000)
     out = []
     for variant in VARIANTS:
-        done = subprocess.run([python or sys.executable, __file__, "--worker", variant, "--rounds", str(rounds), "--calls", str(calls)],
-                              capture_output=True, text=True, timeout=600)
+        command = [python or sys.executable, __file__, "--worker", variant,
+                   "--rounds", str(rounds), "--calls", str(calls)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         out.append(json.loads(lines[-1]) if lines else {"variant": variant, "error": done.stderr.strip()[-200:]})
     return out

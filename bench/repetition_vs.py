@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import detectors as bench_detectors  # bench/detectors.py: the same outputs as its inline table
-
 from infersight.detectors._repetition import RepetitionDetector
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -90,11 +90,14 @@ def profile_sentence(p: sdk_overhead.Profile) -> str:
 def ingest_sentence(results: list[ingest.IngestResult]) -> str:
     verified = all(r.spans_stored == r.spans_acked for r in results)
     parts = []
+
+    def span(xs: list[float]) -> str:
+        return f"{xs[0]:,.0f}" if len(xs) == 1 else f"{xs[0]:,.0f}-{xs[-1]:,.0f}"
+
     for content in sorted({r.content for r in results}):
         shape = [r for r in results if r.content == content]
         acked = sorted(r.acked_per_s for r in shape)
         stored = sorted(r.stored_per_s or 0 for r in shape)
-        span = lambda xs: f"{xs[0]:,.0f}" if len(xs) == 1 else f"{xs[0]:,.0f}-{xs[-1]:,.0f}"
         parts.append(
             f"{'with' if content else 'without'} content, {span(acked)} spans/s acknowledged and "
             f"{span(stored)} stored end to end over {len(shape)} load{'s' if len(shape) > 1 else ''}"
@@ -267,13 +270,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="shorter run (~40 s); prints only unless --output")
     parser.add_argument("--peers-python", default=None,
                         help="Interpreter with langfuse and traceloop-sdk for bench/peers.py (default: this one)")
-    parser.add_argument("--output", type=Path, default=None, help="Markdown file to write (default: BENCHMARKS.md on full runs)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="Markdown file to write (default: BENCHMARKS.md on full runs)")
     parser.add_argument("--only", choices=("ingest",), default=None,
                         help="run only the ingest benchmark and replace only its section of the output")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     # Under make, MAKELEVEL is set; otherwise record the command actually typed.
-    command = "make bench" if os.environ.get("MAKELEVEL") else " ".join([".venv/bin/python", "bench/run.py", *sys.argv[1:]])
+    command = (
+        "make bench" if os.environ.get("MAKELEVEL") else " ".join([".venv/bin/python", "bench/run.py", *sys.argv[1:]])
+    )
 
     started = time.monotonic()
     info = machine()
@@ -302,7 +308,7 @@ def _run_ingest(quick: bool) -> tuple[list[ingest.IngestResult], list[ingest.Sta
     print(ingest.format_cpu(loads), "\n", flush=True)
     try:  # last: it opens chDB in this process; and it uses collector internals that may move
         stages: list[ingest.StageCost] | str = ingest.stage_costs(repeat=3 if quick else 10)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - best-effort stage: it uses collector internals that may move
         stages = f"unavailable in this run: {type(exc).__name__}: {exc}"
     print(stages if isinstance(stages, str) else ingest.format_stages(stages), "\n", flush=True)
     return loads, stages

@@ -246,13 +246,14 @@ def run(quick: bool = False) -> OverheadResult:
     s = {v.key: v.per_round for v in sync}
     a = {v.key: v.per_round for v in async_}
     paired = [
-        Paired("(c) / (b): decorator vs hand-written span, ratio", [c / b for b, c in zip(s["b"], s["c"])]),
-        Paired("(c) - (a): decorator cost per call, µs", [c - x for x, c in zip(s["a"], s["c"])]),
-        Paired("(b) - (a): hand-written span cost per call, µs", [b - x for x, b in zip(s["a"], s["b"])]),
-        Paired("(d) - (a): decorator before init(), µs", [d - x for x, d in zip(s["a"], s["d"])]),
+        Paired("(c) / (b): decorator vs hand-written span, ratio",
+               [c / b for b, c in zip(s["b"], s["c"], strict=True)]),
+        Paired("(c) - (a): decorator cost per call, µs", [c - x for x, c in zip(s["a"], s["c"], strict=True)]),
+        Paired("(b) - (a): hand-written span cost per call, µs", [b - x for x, b in zip(s["a"], s["b"], strict=True)]),
+        Paired("(d) - (a): decorator before init(), µs", [d - x for x, d in zip(s["a"], s["d"], strict=True)]),
         *([Paired("(e) / (b): decorator without content capture vs hand-written span, ratio",
-                  [e / b for b, e in zip(s["b"], s["e"])])] if "e" in s else []),
-        Paired("async (c) - (a): decorator cost per call, µs", [c - x for x, c in zip(a["a"], a["c"])]),
+                  [e / b for b, e in zip(s["b"], s["e"], strict=True)])] if "e" in s else []),
+        Paired("async (c) - (a): decorator cost per call, µs", [c - x for x, c in zip(a["a"], a["c"], strict=True)]),
     ]
     return OverheadResult(rounds, calls, sync, async_, paired, created, exporter.exported, attribute_diff)
 

@@ -19,9 +19,9 @@ from types import SimpleNamespace
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from sdk_overhead import DiscardExporter
 
 from infersight import sdk
-from sdk_overhead import DiscardExporter
 
 
 def _openai_chunks(n: int) -> list[SimpleNamespace]:
@@ -58,10 +58,11 @@ def run(quick: bool = False) -> list[StreamResult]:
     sdk.init(service_name="bench", tracer_provider=provider, export=False, capture_content=False)
     results = []
     try:
-        for shape, chunks in (("openai chunk objects", _openai_chunks(n)), ("plain strings", [f" t{i}" for i in range(n)])):
+        shapes = (("openai chunk objects", _openai_chunks(n)), ("plain strings", [f" t{i}" for i in range(n)]))
+        for shape, chunks in shapes:
 
             def bare() -> Iterator[object]:
-                yield from chunks
+                yield from chunks  # noqa: B023 - bare is only called within this iteration
 
             traced = sdk.traced_llm(provider="openai", model="gpt-4o-mini")(bare)
             per_chunk = []

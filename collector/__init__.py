@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._settings import Settings
 from .errors import (
     BadRequest,
     DataDirLocked,
@@ -20,7 +21,6 @@ from .errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from ._settings import Settings
 from .store import ChdbStore, Store, encode_rows
 
 if TYPE_CHECKING:

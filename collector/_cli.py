@@ -11,9 +11,9 @@ import click
 from infersight.dashboards import report_cli
 from infersight.judges import background_options, judge_cli, judge_settings
 
-from .errors import InfersightError
 from ._settings import IngestWindow, Settings
 from .alerts._cli import alerts_cli, channel_options
+from .errors import InfersightError
 
 
 @click.group()
@@ -56,9 +56,9 @@ _DATA_DIR = click.option(
 @background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
               decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, no_auth: bool,
-              no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None, alert_webhook_url: str | None,
-              slack_webhook_url: str | None, public_url: str | None, clickhouse_url: str | None,
-              cluster: str | None, **judge_options: object) -> None:
+              no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None,
+              alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
+              clickhouse_url: str | None, cluster: str | None, **judge_options: object) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
     from ._server import serve
 
@@ -161,7 +161,8 @@ def _utc(unix_s: float | None) -> str:
 @click.option("--port", default=4318, show_default=True, type=int)
 @click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path))
 @click.option("--url", default=None,
-              help="Send to a running collector instead of starting one (set OTEL_EXPORTER_OTLP_HEADERS if it needs a key).")
+              help="Send to a running collector instead of starting one "
+                   "(set OTEL_EXPORTER_OTLP_HEADERS if it needs a key).")
 @click.option("--traffic", default=20.0, show_default=True, help="Seconds of synthetic traffic.")
 @click.option("--duration", default=None, type=float, help="Stop after this many seconds (default: Ctrl-C).")
 def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: float | None) -> None:

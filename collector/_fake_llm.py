@@ -10,14 +10,15 @@ import json
 import random
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-_WORDS = (
-    "the answer depends on your plan and region so please check the billing page first then "
-    "contact support if the invoice still looks wrong we can refund duplicate charges quickly"
-).split()
+_WORDS = [
+    "the", "answer", "depends", "on", "your", "plan", "and", "region", "so", "please", "check",
+    "the", "billing", "page", "first", "then", "contact", "support", "if", "the", "invoice",
+    "still", "looks", "wrong", "we", "can", "refund", "duplicate", "charges", "quickly",
+]
 
 
 class FakeLLM:
@@ -183,7 +184,8 @@ def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
 def _openai_events(body: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
     words = body["choices"][0]["message"]["content"].split(" ")
-    yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+    yield _sse({**base, "choices": [first]})
     for i, word in enumerate(words):
         token = word if i == 0 else " " + word
         yield _sse({**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]})

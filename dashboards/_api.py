@@ -12,12 +12,14 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from infersight.collector.web import ApiProjectDep, StoreDep
 from infersight.collector.errors import BadRequest
+from infersight.collector.web import ApiProjectDep, StoreDep
 
 from ._filters import View, view_from_since
 from ._quality import quality as quality_data
-from ._queries import COST_BY, cost as cost_data, latency as latency_data
+from ._queries import COST_BY
+from ._queries import cost as cost_data
+from ._queries import latency as latency_data
 from ._traces import search, trace
 
 router = APIRouter(prefix="/api/v1")
@@ -43,7 +45,8 @@ async def latency(
 
 @router.get("/cost")
 async def cost(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h", by: str = Query("tenant", pattern="^(tenant|route|model)$"),
+    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    by: str = Query("tenant", pattern="^(tenant|route|model)$"),
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
     """Spend totals; per tenant, route and model; over time per ``by``; top users; cost findings."""

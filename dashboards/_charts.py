@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import pairwise
 
 from markupsafe import Markup, escape
 
@@ -93,7 +94,8 @@ def _y_axis(parts: list[str], top: float, plot_h: float, y_max: float, unit: str
         value = y_max * i / 4
         y = top + plot_h - plot_h * i / 4
         parts.append(f'<line x1="{_LEFT}" x2="{width - _RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e8ebf0"/>')
-        parts.append(f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#6b7385">{escape(fmt(value, unit))}</text>')
+        parts.append(f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#6b7385">'
+                     f"{escape(fmt(value, unit))}</text>")
 
 
 def _x_axis(parts: list[str], xs: Sequence[int], x_of: Callable[[int], float], bottom: float) -> None:
@@ -111,13 +113,14 @@ def _x_axis(parts: list[str], xs: Sequence[int], x_of: Callable[[int], float], b
 
 
 def _step(xs: Sequence[int]) -> int:
-    return min((b - a for a, b in zip(xs, xs[1:])), default=0)
+    return min((b - a for a, b in pairwise(xs)), default=0)
 
 
 def _empty(title: str, height: int, width: int = WIDTH) -> Markup:
     parts = _frame(title, height, [], width)
     parts.append(f'<rect x="0" y="24" width="{width}" height="{height - 24}" fill="#fafbfc"/>')
-    parts.append(f'<text x="{width / 2}" y="{height / 2 + 12}" text-anchor="middle" fill="#6b7385">No data in this range</text></svg>')
+    parts.append(f'<text x="{width / 2}" y="{height / 2 + 12}" text-anchor="middle" fill="#6b7385">'
+                 "No data in this range</text></svg>")
     return Markup("".join(parts))
 
 
@@ -161,7 +164,9 @@ def line_chart(
             parts.append(f'<polyline points="{points}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
     span, step_s = xs[-1] - xs[0], _step(xs)
     for i, x0 in enumerate(xs):
-        tip = f"{_time_label(x0, max(span, 1), step_s)} UTC — " + ", ".join(f"{s.name} {fmt(s.values[i], unit)}" for s in series)
+        tip = f"{_time_label(x0, max(span, 1), step_s)} UTC — " + ", ".join(
+            f"{s.name} {fmt(s.values[i], unit)}" for s in series
+        )
         parts.append(f'<rect x="{x_of(i) - step / 2:.1f}" y="{top}" width="{max(step, 1):.1f}" height="{plot_h}"'
                      f' fill="transparent"><title>{escape(tip)}</title></rect>')
     _x_axis(parts, xs, x_of, top + plot_h)
@@ -234,7 +239,7 @@ def hbars(
     x_max = max(totals)
     plot_w = width - label_w - 110
     parts = _frame(title, height, legend, width)
-    for row, (b, total) in enumerate(zip(bars, totals)):
+    for row, (b, total) in enumerate(zip(bars, totals, strict=True)):
         y = top + row * row_h
         chars = label_w // 7
         label = b.label if len(b.label) <= chars else b.label[: chars - 1] + "…"
@@ -307,7 +312,8 @@ def waterfall(spans: Sequence[dict], total_s: float, *, link_prefix: str = "#spa
             parts.append(f'<rect x="{x:.1f}" y="{y + 5}" width="{max(width, 1.5):.1f}" height="14"'
                          f' fill="{SEGMENT_COLORS.get(seg["kind"], "#8b93a3")}"><title>{escape(tip)}</title></rect>')
             end_x = max(end_x, x + max(width, 1.5))
-        parts.append(f'<text x="{end_x + 5:.1f}" y="{y + 16}" fill="#4a5262">{escape(fmt(span["duration_s"], "ms"))}</text>')
+        parts.append(f'<text x="{end_x + 5:.1f}" y="{y + 16}" fill="#4a5262">'
+                     f'{escape(fmt(span["duration_s"], "ms"))}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -102,11 +102,13 @@ def quality_figures(data: dict[str, Any]) -> dict[str, Any]:
     detectors = [d["detector"] for d in data["detectors"]]
     rates = line_chart(
         xs,
-        [Series(d, [p["rates"].get(d) for p in data["series"]], PALETTE[i % len(PALETTE)]) for i, d in enumerate(detectors)],
+        [Series(d, [p["rates"].get(d) for p in data["series"]], PALETTE[i % len(PALETTE)])
+         for i, d in enumerate(detectors)],
         unit="pct", title="Share of LLM calls flagged, per detector",
     )
     json_bars = hbars(
-        [Bar(row["label"], [("calls", row["spans"], PALETTE[1])], note=f"{row['spans']:,}") for row in data["json_classes"]],
+        [Bar(row["label"], [("calls", row["spans"], PALETTE[1])], note=f"{row['spans']:,}")
+         for row in data["json_classes"]],
         unit="count", title="Broken JSON by class", width=560,
     )
     judge = []
@@ -118,6 +120,7 @@ def quality_figures(data: dict[str, Any]) -> dict[str, Any]:
         ]
         judge.append(line_chart(
             weeks, series, unit="score", y_max=5.0, height=200,
-            title=f"Mean judge score per week and app version — {group['rubric_id']} v{group['rubric_version']} by {group['judge_model']}",
+            title=f"Mean judge score per week and app version — {group['rubric_id']} v{group['rubric_version']}"
+                  f" by {group['judge_model']}",
         ))
     return {"rates": rates, "json": json_bars, "judge": judge}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import time
 import unicodedata
-from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from infersight.collector.errors import BadRequest

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from infersight.collector.web import SESSION_COOKIE, SESSION_MAX_AGE_S
-from infersight.collector.web import AuthenticatorDep
 from infersight.collector.errors import Unauthorized
+from infersight.collector.web import SESSION_COOKIE, SESSION_MAX_AGE_S, AuthenticatorDep
 
 from ._render import html
 

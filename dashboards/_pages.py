@@ -15,10 +15,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
+from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
 
 from . import _api, _login
 from ._charts import waterfall
@@ -118,7 +118,9 @@ async def cost_page(
 
 
 @router.get("/quality", response_class=HTMLResponse)
-async def quality_page(request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep) -> HTMLResponse:
+async def quality_page(
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
+) -> HTMLResponse:
     """Soft-failure rates over time and per label, judge scores by week and app version (like
     for like), and drift findings with their explanations."""
     view, error = page_view(request)
@@ -130,7 +132,9 @@ async def quality_page(request: Request, store: StoreDep, project: PageProjectDe
 
 
 @router.get("/alerts", response_class=HTMLResponse)
-async def alerts_page(request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep) -> HTMLResponse:
+async def alerts_page(
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
+) -> HTMLResponse:
     """Alerts firing now and their history, each linked to the view that explains it."""
     view, error = page_view(request)
     data, opts = await run_in_threadpool(_with_options, store, project, view, alerts)

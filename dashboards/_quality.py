@@ -122,7 +122,8 @@ def judge_trends(store: Store, project: str, view: View, *, weeks: int = JUDGE_W
         key = (row["judge_model"], row["rubric_id"], int(row["rubric_version"]))
         group = groups.setdefault(key, {
             "judge_model": key[0], "rubric_id": key[1], "rubric_version": key[2],
-            "weeks": set(), "cells": defaultdict(dict), "versions": defaultdict(lambda: defaultdict(lambda: [0.0, 0.0])),
+            "weeks": set(), "cells": defaultdict(dict),
+            "versions": defaultdict(lambda: defaultdict(lambda: [0.0, 0.0])),
         })
         week, weight, weighted = int(row["week"]), float(row["weight"]), float(row["weighted_sum"])
         group["weeks"].add(week)

@@ -116,7 +116,8 @@ def queue_series(store: Store, project: str, view: View, queue: str | None) -> l
         "queue": queue or "",
     }
     rows = store.query(
-        "SELECT service, queue, toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket_s:UInt32} SECOND)) AS bucket,"
+        "SELECT service, queue,"
+        " toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket_s:UInt32} SECOND)) AS bucket,"
         " max(depth) AS depth, max(oldest_age_s) AS oldest_age_s FROM queue_depth"
         " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({start_ns:Int64})"
         " AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"

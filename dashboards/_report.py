@@ -167,8 +167,8 @@ def _route_latency(current: list[dict], previous: list[dict]) -> list[dict]:
 
 def _detectors(qual: dict, qual_prev: dict) -> list[dict]:
     before = {d["detector"]: d for d in qual_prev["detectors"]}
-    names = [d["detector"] for d in qual["detectors"]] + [n for n in before if n not in {d["detector"] for d in qual["detectors"]}]
     now = {d["detector"]: d for d in qual["detectors"]}
+    names = [d["detector"] for d in qual["detectors"]] + [n for n in before if n not in now]
     out = []
     for name in names:
         rate = now[name]["rate"] if name in now else 0.0 if qual["calls"] else None
@@ -183,7 +183,8 @@ def _judge_cells(qual: dict) -> dict[tuple, dict[str, float]]:
     out: dict[tuple, dict[str, float]] = {}
     for group in qual["judge"]["groups"]:
         for row in group["rows"]:
-            key = (group["judge_model"], group["rubric_id"], group["rubric_version"], row["route"], row["service_version"])
+            key = (group["judge_model"], group["rubric_id"], group["rubric_version"],
+                   row["route"], row["service_version"])
             out[key] = {w: c["mean"] for w, c in row["weeks"].items() if c["mean"] is not None}
     return out
 
@@ -203,19 +204,22 @@ def notable(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict
             items.append((1, "cost", text))
     p95, p95_prev = lat["totals"]["duration_s"]["p95"], lat_prev["totals"]["duration_s"]["p95"]
     if p95 and p95_prev and p95 / p95_prev >= 1.15:
-        items.append((1, "latency", f"LLM latency p95 rose {p95 / p95_prev - 1:.0%}: {p95:.2f} s (was {p95_prev:.2f} s)"))
+        items.append((1, "latency",
+                      f"LLM latency p95 rose {p95 / p95_prev - 1:.0%}: {p95:.2f} s (was {p95_prev:.2f} s)"))
     routes_before = {r["route"]: r for r in lat_prev["routes"]}
     for r in lat["routes"]:
         prev = routes_before.get(r["route"])
         now_p95, prev_p95 = r["duration_s"]["p95"], prev["duration_s"]["p95"] if prev else None
         if now_p95 and prev_p95 and now_p95 / prev_p95 >= 1.2 and r["requests"] >= 20:
-            items.append((2, "latency", f"Route {r['route'] or '(none)'}: p95 {now_p95:.2f} s, up {now_p95 / prev_p95 - 1:.0%}"))
+            items.append((2, "latency",
+                          f"Route {r['route'] or '(none)'}: p95 {now_p95:.2f} s, up {now_p95 / prev_p95 - 1:.0%}"))
     rate, rate_prev = lat["totals"]["error_rate"], lat_prev["totals"]["error_rate"]
     if rate >= 0.01 and rate >= 1.5 * rate_prev:
         items.append((1, "errors", f"Error rate {rate:.1%} (was {rate_prev:.1%})"))
     for d in _detectors(qual, qual_prev):
         if d["rate"] and d["rate"] >= 0.005 and d["rate"] >= 1.5 * (d["previous"] or 0.0):
-            items.append((2, "soft failures", f"{d['detector']} flagged {d['rate']:.1%} of calls (was {(d['previous'] or 0):.1%})"))
+            items.append((2, "soft failures",
+                          f"{d['detector']} flagged {d['rate']:.1%} of calls (was {(d['previous'] or 0):.1%})"))
     cells = _judge_cells(qual)
     for key, weeks in cells.items():
         ordered = [weeks[w] for w in sorted(weeks, key=int)]
@@ -227,8 +231,8 @@ def notable(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict
         items.append((2, "drift", f"{finding['label']} on {finding['route'] or '(all routes)'}: {finding['evidence']}"))
     findings = spend["findings"]
     if findings:
-        items.append((2, "cost", f"{len(findings)} cost loop / context stuffing finding(s), e.g. {findings[0]['label']}:"
-                                 f" {findings[0]['evidence']}"))
+        items.append((2, "cost", f"{len(findings)} cost loop / context stuffing finding(s),"
+                                 f" e.g. {findings[0]['label']}: {findings[0]['evidence']}"))
     fired: dict[str, int] = {}
     for event in alert_log["history"]:
         if event["event"] == "firing":

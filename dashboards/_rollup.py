@@ -57,7 +57,7 @@ def percentiles(histogram: Mapping[Any, Any] | None) -> dict[str, float | None]:
     counts = sorted((int(k), int(v)) for k, v in (histogram or {}).items() if int(v) > 0)
     total = sum(v for _, v in counts)
     out: dict[str, float | None] = {}
-    for name, level in zip(PERCENTILE_NAMES, LEVELS):
+    for name, level in zip(PERCENTILE_NAMES, LEVELS, strict=True):
         if not total:
             out[name] = None
             continue

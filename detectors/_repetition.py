@@ -179,7 +179,7 @@ class RepetitionDetector:
         wordy = {token for token in set(tokens) if token.isalpha() or _LETTER.search(token)}
         grams = [
             gram
-            for gram in zip(tokens, tokens[1:], tokens[2:], tokens[3:])
+            for gram in zip(tokens, tokens[1:], tokens[2:], tokens[3:], strict=False)
             if gram[0] in wordy or gram[1] in wordy or gram[2] in wordy or gram[3] in wordy
         ]
         if len(grams) < _SOFT_MIN_TOKENS:
@@ -353,7 +353,7 @@ def _prose_tail(text: str, limit: int) -> str:
 def _most_repeated(tokens: list[str]) -> str:
     """The longest frequently repeated phrase, as evidence for the soft rule."""
     for size in (16, 8, 4):
-        grams = Counter(zip(*(tokens[i:] for i in range(size))))
+        grams = Counter(zip(*(tokens[i:] for i in range(size)), strict=False))
         if grams:
             gram, count = grams.most_common(1)[0]
             if count >= 2 or size == 4:

@@ -362,8 +362,9 @@ class WindowedRunner:
             hourly.drift = self._evaluate_drift(project, boundary, hourly.reference)
         return hourly.drift
 
-    def _evaluate_drift(self, project: str, boundary: int,
-                        reference: dict[str, dict[str, list[float]]]) -> tuple[list[dict[str, Any]], list[str], list[DriftResult]]:
+    def _evaluate_drift(
+        self, project: str, boundary: int, reference: dict[str, dict[str, list[float]]]
+    ) -> tuple[list[dict[str, Any]], list[str], list[DriftResult]]:
         period = _td_ns(self.current)
         cur_start = boundary - period
         ref_start = cur_start - _td_ns(self.reference)

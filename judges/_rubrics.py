@@ -77,9 +77,7 @@ class Rubric:
         """Whether ``span`` has what the rubric needs (retrieved context, an expected JSON answer)."""
         if "context" in self.requires and not span.context:
             return False
-        if "json" in self.requires and not _expects_json(span):
-            return False
-        return True
+        return "json" not in self.requires or _expects_json(span)
 
     def render(self, span: SampledSpan) -> list[dict[str, str]]:
         """The chat messages to send the judge for ``span``.

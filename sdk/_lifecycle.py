@@ -55,8 +55,20 @@ class Spec:
 class Call:
     """One traced invocation. Created by :func:`begin`; ended exactly once."""
 
-    __slots__ = ("spec", "span", "token", "kwargs", "start_ns", "ended", "model", "queue_wait", "queue_source",
-                 "input_tokens", "output_tokens", "ttft_s")
+    __slots__ = (
+        "ended",
+        "input_tokens",
+        "kwargs",
+        "model",
+        "output_tokens",
+        "queue_source",
+        "queue_wait",
+        "span",
+        "spec",
+        "start_ns",
+        "token",
+        "ttft_s",
+    )
 
     def __init__(self, spec: Spec, span: trace.Span, kwargs: Mapping[str, Any], model: str | None) -> None:
         self.spec = spec
@@ -78,7 +90,7 @@ class Call:
             return
         try:
             otel_context.detach(self.token)  # type: ignore[arg-type]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
             record_failure("context detach", exc)
         self.token = None
 
@@ -110,7 +122,7 @@ class Call:
         try:
             if self.span.is_recording():
                 record()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
             record_failure(what, exc)
         finally:
             self.span.end()
@@ -131,7 +143,7 @@ class Call:
             instruments.record(
                 attributes, self.elapsed_s(time.perf_counter_ns()), self.input_tokens, self.output_tokens, self.ttft_s
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
             record_failure("metrics", exc)
 
     def read_queue_wait(self, result: Any) -> None:
@@ -141,7 +153,7 @@ class Call:
             return
         try:
             wait = hook(result)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a user hook's failure is counted, never raised
             record_failure("queue_wait_from hook", exc)
             return
         if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait >= 0:
@@ -190,6 +202,6 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
         if make_current:
             call.token = otel_context.attach(trace.set_span_in_context(span))
         return call
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("span start", exc)
         return None

@@ -21,7 +21,7 @@ def mark_retry(attempt: int, *, reason: str | None = None) -> None:
         span.set_attribute(_attrs.RETRY_ATTEMPT, int(attempt))
         if reason:
             span.set_attribute(_attrs.RETRY_REASON, reason)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_retry", exc)
 
 
@@ -36,7 +36,7 @@ def mark_fallback(kind: str, *, reason: str | None = None) -> None:
         span.set_attribute(_attrs.FALLBACK, kind if kind in FALLBACK_KINDS else "other")
         if reason:
             span.set_attribute(_attrs.FALLBACK_REASON, reason)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_fallback", exc)
 
 
@@ -48,5 +48,5 @@ def mark_cache_hit(*, semantic: bool = True, similarity: float | None = None) ->
         span.set_attribute(_attrs.CACHE_SEMANTIC, semantic)
         if similarity is not None:
             span.set_attribute(_attrs.CACHE_SIMILARITY, float(similarity))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_cache_hit", exc)

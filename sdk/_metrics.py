@@ -112,7 +112,7 @@ def _observe_depth(options: CallbackOptions) -> Iterable[Observation]:
     for watched in _snapshot():
         try:
             yield Observation(float(watched.depth_fn()), {QUEUE_NAME: watched.name})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a user depth_fn's failure is counted, never raised
             record_failure(f"watch_queue({watched.name!r}) depth_fn", exc)
 
 
@@ -122,7 +122,7 @@ def _observe_oldest_age(options: CallbackOptions) -> Iterable[Observation]:
             continue
         try:
             age = watched.oldest_age_fn()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a user oldest_age_fn's failure is counted, never raised
             record_failure(f"watch_queue({watched.name!r}) oldest_age_fn", exc)
             continue
         if age is not None:

@@ -43,7 +43,7 @@ class AttributionProcessor(SpanProcessor):
             parent_attrs = getattr(parent, "attributes", None) or {}
             if _scope(parent) == SCOPE and parent_attrs.get(_attrs.OPERATION) in _LLM_OPERATIONS:
                 span.set_attribute(_attrs.PARENT_LLM_SPAN, format(parent.get_span_context().span_id, "016x"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - on_start runs on the application's thread: must not raise
             record_failure("attribution processor", exc)
 
     def on_end(self, span: ReadableSpan) -> None:

@@ -8,8 +8,6 @@ import time
 from typing import Any
 
 from . import _attrs, _setup
-
-_MAX_SCHEMA_CHARS = 16_384
 from ._content import input_messages, messages_json, output_text
 from ._estimate import estimate_tokens
 from ._lifecycle import Call
@@ -17,6 +15,7 @@ from ._pricing import lookup_rates
 from ._streams import StreamStats
 from ._usage import Usage, extract_usage
 
+_MAX_SCHEMA_CHARS = 16_384
 
 # The hooks collect attributes into one dict and set them with one call: the SDK span takes a
 # lock per set_attribute call, which showed up in the overhead profile.

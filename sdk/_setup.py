@@ -168,7 +168,7 @@ def init(
             try:
                 _state.processor = BatchSpanProcessor(_exporter(endpoint, api_key))
                 provider.add_span_processor(_state.processor)
-            except Exception as exc:  # a bad endpoint must not take the app down
+            except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
         if owns:
             trace.set_tracer_provider(provider)
@@ -202,7 +202,7 @@ def _setup_metrics(
             )
             meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
             _state.owns_meter_provider = True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
             logger.warning("infersight: metrics export disabled: %r", exc)
     if meter_provider is not None:
         _state.meter_provider = meter_provider
@@ -261,7 +261,7 @@ def shutdown(timeout_s: float = 5.0) -> None:
         for target in targets:
             try:
                 target()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
                 record_failure("shutdown", exc)
 
     worker = threading.Thread(target=stop_all, name="infersight-shutdown", daemon=True)

@@ -23,10 +23,22 @@ _now_ns = time.perf_counter_ns
 class StreamStats:
     """Timing and usage of one stream, fed chunk by chunk."""
 
-    __slots__ = ("start_ns", "first_ns", "last_ns", "gaps_ns", "chunks", "usage", "text", "keep_text",
-                 "guard", "loop_unit")
+    __slots__ = (
+        "chunks",
+        "first_ns",
+        "gaps_ns",
+        "guard",
+        "keep_text",
+        "last_ns",
+        "loop_unit",
+        "start_ns",
+        "text",
+        "usage",
+    )
 
-    def __init__(self, start_ns: int, *, keep_text: bool, guard: Callable[[list[str]], str | None] | None = None) -> None:
+    def __init__(
+        self, start_ns: int, *, keep_text: bool, guard: Callable[[list[str]], str | None] | None = None
+    ) -> None:
         self.start_ns = start_ns
         self.first_ns: int | None = None
         self.last_ns = start_ns

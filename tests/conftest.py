@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from infersight.collector import ChdbStore, StoreError
-from infersight.collector.web import ProjectKeys
 from infersight.collector._server import CollectorProcess
+from infersight.collector.web import ProjectKeys
 
 
 def free_port() -> int:

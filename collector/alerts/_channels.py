@@ -160,4 +160,5 @@ class SlackNotifier:
             if e.state.details and e.kind != RESOLVED:
                 lines.append(f">{slack_escape(e.state.details)}")
         text = "\n".join(lines)
-        _post(self.name, self.url, {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]})
+        section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+        _post(self.name, self.url, {"text": text, "blocks": [section]})

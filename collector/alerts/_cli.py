@@ -46,7 +46,9 @@ def alerts_test(alertmanager_url: str | None, alert_webhook_url: str | None, sla
                         slack_webhook_url=slack_webhook_url, public_url=public_url)
     notifiers = notifiers_from(settings)
     if not notifiers:
-        raise click.UsageError("no channel configured: give --alertmanager-url, --alert-webhook-url or --slack-webhook-url")
+        raise click.UsageError(
+            "no channel configured: give --alertmanager-url, --alert-webhook-url or --slack-webhook-url"
+        )
     now = datetime.now(timezone.utc)
     alert = Alert(name="InfersightTestAlert", labels={"project": "_test", "service": "infersight"},
                   summary="test alert from 'infersight alerts test': this channel works", since=now,

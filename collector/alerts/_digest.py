@@ -41,19 +41,26 @@ class Digest:
         t, p = self.totals, self.previous
         out = [
             f"{self.project} on {self.day}: {t['llm_calls']:,} calls ({_delta(t['llm_calls'], p['llm_calls'])}), "
-            f"error rate {t['llm_error_rate']:.2%}, cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
+            f"error rate {t['llm_error_rate']:.2%}, "
+            f"cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
             f"p95 latency {_ms(t['latency_s']['p95'])}"
         ]
         if self.slowest_routes:
-            out.append("Slowest routes (p95): " + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
+            out.append("Slowest routes (p95): "
+                       + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
         if self.top_spenders:
-            out.append("Top spenders: " + ", ".join(f"{r['tenant'] or '(none)'} ${r['cost_usd']:,.2f}" for r in self.top_spenders[:3]))
+            out.append("Top spenders: "
+                       + ", ".join(f"{r['tenant'] or '(none)'} ${r['cost_usd']:,.2f}" for r in self.top_spenders[:3]))
         moved = [r for r in self.detector_rates if r["per_1k"] >= 2 * max(r["previous_per_1k"], 0.5)]
         if moved:
-            out.append("Soft failures up: " + ", ".join(f"{r['label']} {r['per_1k']:.1f}/1k (was {r['previous_per_1k']:.1f})" for r in moved[:4]))
+            out.append("Soft failures up: " + ", ".join(
+                f"{r['label']} {r['per_1k']:.1f}/1k (was {r['previous_per_1k']:.1f})" for r in moved[:4]
+            ))
         drops = [r for r in self.judge_moves if r["change"] is not None and r["change"] <= -0.25]
         if drops:
-            out.append("Judge scores down: " + ", ".join(f"{r['route']} {r['rubric_id']} v{r['rubric_version']} {r['change']:+.2f}" for r in drops[:3]))
+            out.append("Judge scores down: " + ", ".join(
+                f"{r['route']} {r['rubric_id']} v{r['rubric_version']} {r['change']:+.2f}" for r in drops[:3]
+            ))
         if self.drift:
             out.append(f"Drift: {len(self.drift)} finding(s), e.g. {self.drift[0]['evidence'][:120]}")
         return out
@@ -83,7 +90,10 @@ def _window(day: date) -> tuple[int, int]:
     return int(start.timestamp() * 1e9), int((start + timedelta(days=1)).timestamp() * 1e9)
 
 
-_RANGE = "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})"
+_RANGE = (
+    "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64})"
+    " AND ts < fromUnixTimestamp64Nano({end:Int64})"
+)
 
 
 def _totals(store: Store, project: str, day: date) -> dict[str, Any]:
@@ -93,7 +103,8 @@ def _totals(store: Store, project: str, day: date) -> dict[str, Any]:
 
 
 def _table_exists(store: Store, table: str) -> bool:
-    return bool(store.query("SELECT 1 AS ok FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+    return bool(store.query("SELECT 1 AS ok FROM system.tables"
+                            " WHERE database = currentDatabase() AND name = {t:String}",
                             {"t": table}))
 
 
@@ -114,7 +125,8 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
         "SELECT label, countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS now,"
         " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS before FROM detections"
         " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({prev:Int64})"
-        " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND detector NOT LIKE 'drift%' GROUP BY label ORDER BY now DESC",
+        " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND detector NOT LIKE 'drift%'"
+        " GROUP BY label ORDER BY now DESC",
         {**params, "prev": prev_start},
     )
     digest.detector_rates = [

@@ -175,7 +175,8 @@ class Evaluator:
             rows = self.store.query(
                 f"SELECT {column} AS value,"
                 " sumIf(ifNull(cost_usd, 0), toUnixTimestamp(toStartOfHour(ts)) IN {hours:Array(UInt32)}) AS now_usd,"
-                " sumIf(ifNull(cost_usd, 0), toUnixTimestamp(toStartOfHour(ts)) IN {before:Array(UInt32)}) AS before_usd"
+                " sumIf(ifNull(cost_usd, 0),"
+                " toUnixTimestamp(toStartOfHour(ts)) IN {before:Array(UInt32)}) AS before_usd"
                 " FROM llm_spans WHERE project = {project:String} AND tenant = {tenant:String}"
                 f" AND ts >= {{start:{_DT}}} GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
                 {
@@ -236,7 +237,8 @@ class Evaluator:
         errors: list[str] = []
         for project in projects_active(self.store, day):
             fp = fingerprint({"alertname": DIGEST, "project": project, "day": day.isoformat()})
-            if self.store.query("SELECT 1 AS sent FROM alert_events WHERE project = {p:String} AND fingerprint = {fp:String}"
+            if self.store.query("SELECT 1 AS sent FROM alert_events"
+                                " WHERE project = {p:String} AND fingerprint = {fp:String}"
                                 " LIMIT 1", {"p": project, "fp": fp}):
                 continue
             digest = build_digest(self.store, project, day)
@@ -342,7 +344,8 @@ def history(store: Store, project: str, since: datetime) -> dict[str, list[dict[
         {"project": project},
     )
     events = store.query(
-        "SELECT toString(ts) AS at, fingerprint, name, event, labels, summary, details, numbers, link, delivered, failed"
+        "SELECT toString(ts) AS at, fingerprint, name, event, labels, summary, details, numbers, link,"
+        " delivered, failed"
         f" FROM alert_events WHERE project = {{project:String}} AND ts >= {{since:{_DT}}} ORDER BY alert_events.ts DESC"
         " LIMIT 1000",
         {"project": project, "since": _ts(since)},

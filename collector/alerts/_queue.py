@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from urllib.parse import urlencode
 
 from ._model import QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert
@@ -59,7 +60,7 @@ class QueueRule:
             return None
         depths = [s.depth for s in recent]
         stalled = all(d == depths[0] for d in depths)
-        growing = all(b >= a for a, b in zip(depths, depths[1:])) and depths[-1] > depths[0]
+        growing = all(b >= a for a, b in pairwise(depths)) and depths[-1] > depths[0]
         if not (stalled or growing):
             return None
         how = "stalled (nothing dequeued)" if stalled else f"growing ({depths[0]:,.0f} -> {depths[-1]:,.0f})"

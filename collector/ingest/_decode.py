@@ -25,11 +25,11 @@ from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 
-from . import _otlp
 from .._settings import IngestWindow
 from ..errors import WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
+from . import _otlp
 from ._detect import detections_for
 
 

@@ -18,9 +18,9 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from ._enrich import add_cost
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from ._enrich import add_cost
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -225,7 +225,9 @@ def _invalid(span: Any) -> str | None:
 
 # Most spans have neither events nor links: one shared empty value instead of seven list builds.
 _NO_EVENTS: dict[str, list[Any]] = {"Events.Timestamp": [], "Events.Name": [], "Events.Attributes": []}
-_NO_LINKS: dict[str, list[Any]] = {"Links.TraceId": [], "Links.SpanId": [], "Links.TraceState": [], "Links.Attributes": []}
+_NO_LINKS: dict[str, list[Any]] = {
+    "Links.TraceId": [], "Links.SpanId": [], "Links.TraceState": [], "Links.Attributes": [],
+}
 
 
 def _events(events: Any) -> dict[str, list[Any]]:

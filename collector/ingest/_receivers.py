@@ -15,13 +15,13 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from . import _otlp, _otlp_metrics
 from .._counters import Counters
 from .._settings import Settings
 from ..errors import BadRequest, SpoolError, StoreError, WorkerLost
 from ..spool import Spool, SpoolWriter
 from ..store import Store, encode_rows
 from ..web import key_project
+from . import _otlp, _otlp_metrics
 from ._decode import Decoder
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.

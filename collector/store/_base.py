@@ -11,6 +11,7 @@ import orjson
 
 from ..errors import StoreError
 
+
 def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
     """``rows`` as JSONEachRow bytes (one object per line), the form :meth:`Store.insert` takes.
 

@@ -120,7 +120,7 @@ def _escaped(value: str) -> str:
 
 def _lock_data_dir(data_dir: Path) -> IO[str]:
     path = data_dir / "owner.lock"
-    handle = open(path, "a+")
+    handle = open(path, "a+")  # noqa: SIM115 - the handle holds the lock; the caller keeps and closes it
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

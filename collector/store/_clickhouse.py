@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from . import _schema
 from ..errors import StoreError
+from . import _schema
 from ._base import insert_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -70,7 +70,10 @@ class ClickHouseStore:
         if dedup_token is not None:
             if not _TOKEN.match(dedup_token):
                 raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
-            settings = {"insert_deduplication_token": dedup_token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+            settings = {
+                "insert_deduplication_token": dedup_token,
+                "deduplicate_blocks_in_dependent_materialized_views": 1,
+            }
         try:
             self._client.raw_insert(table, None, rows, fmt="JSONEachRow", settings=settings)
         except Exception as exc:

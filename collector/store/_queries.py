@@ -7,6 +7,7 @@ from typing import Any
 from ._base import Store
 from ._metrics import call_figures
 
+
 def summary(store: Store, project: str, since_ns: int) -> dict[str, Any]:
     """The headline figures (:func:`~._metrics.call_figures`) overall, with ``tenants`` (the same
     per tenant, largest cost first) and ``dead_letters`` (requests the store refused)."""

@@ -47,7 +47,10 @@ def cluster_statements(cluster: str, database: str) -> list[str]:
         if (m := _CREATE_TABLE.match(statement)) is not None:
             name = m.group(1)
             local = statement.replace(m.group(0), f"CREATE TABLE IF NOT EXISTS {name}_local {on}", 1)
-            local = _ENGINE.sub(lambda e: _replicated(e.group(1), e.group(2), database, name), local, count=1)
+            # re.sub calls the lambda before the loop moves on, so it sees this iteration's name
+            local = _ENGINE.sub(
+                lambda e: _replicated(e.group(1), e.group(2), database, name), local, count=1  # noqa: B023
+            )
             out.append(local)
             out.append(
                 f"CREATE TABLE IF NOT EXISTS {name} {on} AS {name}_local"

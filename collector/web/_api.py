@@ -8,10 +8,12 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from ._deps import ApiProjectDep, StoreDep
 from ..errors import BadRequest
-from ..store import day_or_yesterday, detections as detection_rows, queues as queue_rows, recent_spans, since_to_unix_ns
+from ..store import day_or_yesterday, recent_spans, since_to_unix_ns
+from ..store import detections as detection_rows
+from ..store import queues as queue_rows
 from ..store import summary as summary_of
+from ._deps import ApiProjectDep, StoreDep
 
 router = APIRouter(prefix="/api/v1")
 

@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 
-from ._auth import SESSION_COOKIE, Authenticator
 from ..errors import Unauthorized
 from ..store import Store
+from ._auth import SESSION_COOKIE, Authenticator
 
 
 async def _store(request: Request) -> Store:

@@ -3,13 +3,14 @@ in, an Alertmanager-format page out, history on /api/v1/alerts; and `infersight 
 
 from __future__ import annotations
 
+import contextlib
 import queue
 
 import httpx
 from click.testing import CliRunner
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -36,10 +37,8 @@ def test_error_spike_pages_through_the_running_collector(tmp_path):
             raise TimeoutError("provider timed out")
 
         for _ in range(150):
-            try:
+            with contextlib.suppress(TimeoutError):
                 ask()
-            except TimeoutError:
-                pass
         sdk.force_flush(10_000)
         sdk.shutdown()
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from infersight.collector.store import encode_rows
 from infersight.collector.alerts import WebhookNotifier
 from infersight.collector.alerts._digest import build_digest
 from infersight.collector.alerts._evaluator import Evaluator
+from infersight.collector.store import encode_rows
 
 from .receiver import Receiver
 
@@ -26,7 +26,9 @@ def rows(project, day, n, *, cost, tenant="acme", route="support.answer", durati
 
 def test_digest_numbers_and_html(store):
     project = "digest-numbers"
-    spans = rows(project, DAY, 200, cost=0.01) + rows(project, DAY, 20, cost=0.5, tenant="<i>bigco</i>", route="report", duration=4.0)
+    spans = rows(project, DAY, 200, cost=0.01) + rows(
+        project, DAY, 20, cost=0.5, tenant="<i>bigco</i>", route="report", duration=4.0
+    )
     spans += rows(project, DAY - timedelta(days=1), 100, cost=0.01)
     store.insert("llm_spans", encode_rows(spans))
     store.insert("detections", encode_rows([

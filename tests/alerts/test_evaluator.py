@@ -7,10 +7,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from infersight.collector.store import encode_rows
 from infersight.collector.alerts import (
-    AlertmanagerNotifier, Evaluator, SlackNotifier, WebhookNotifier, history,
+    AlertmanagerNotifier,
+    Evaluator,
+    SlackNotifier,
+    WebhookNotifier,
+    history,
 )
+from infersight.collector.store import encode_rows
 
 from .receiver import Receiver
 
@@ -121,7 +125,8 @@ def test_stalled_queue_pages_and_draining_queue_does_not(store):
     for i in range(12):
         t = NOW - timedelta(minutes=11) + timedelta(minutes=i)
         rows.append({"project": project, "service": "worker", "queue": "stuck", "ts": ts(t), "depth": 25.0})
-        rows.append({"project": project, "service": "worker", "queue": "busy", "ts": ts(t), "depth": float(200 + (i % 3) * 40 - i)})
+        rows.append({"project": project, "service": "worker", "queue": "busy", "ts": ts(t),
+                     "depth": float(200 + (i % 3) * 40 - i)})
     store.insert("queue_depth", encode_rows(rows))
     active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
     assert [(a.name, a.labels["queue"]) for a in active] == [("QueueNotDraining", "stuck")]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from infersight.collector.alerts._cost import CostRule
 from infersight.collector.alerts._error_rate import ErrorRateRule
@@ -26,7 +26,9 @@ def replay_error_rule(traffic, rule, start, end, step=timedelta(minutes=1)):
 def test_normal_week_never_pages():
     traffic = minute_traffic(7.5, seed=11)
     rule = ErrorRateRule()
-    assert replay_error_rule(traffic, rule, START + timedelta(hours=6), START + timedelta(days=7.5), timedelta(minutes=5)) == []
+    assert replay_error_rule(
+        traffic, rule, START + timedelta(hours=6), START + timedelta(days=7.5), timedelta(minutes=5)
+    ) == []
 
 
 def test_a_few_failures_at_night_do_not_page():
@@ -149,7 +151,7 @@ def test_normal_weeks_never_page_once_three_weeks_of_history_exist():
         hourly = hourly_cost(6, seed=seed)
         verdicts = CostRule().verdicts(hourly, START + timedelta(weeks=6))
         paging = [
-            later.hour for earlier, middle, later in zip(verdicts, verdicts[1:], verdicts[2:])
+            later.hour for earlier, middle, later in zip(verdicts, verdicts[1:], verdicts[2:], strict=False)
             if later.hour >= START + timedelta(weeks=3) and sum(v.anomalous for v in (earlier, middle, later)) >= 2
         ]
         assert paging == [], f"seed {seed}"

@@ -71,7 +71,7 @@ def make_handler(session: Any, lock: threading.Lock, log: list[str]) -> type[Bas
                         fmt, query = found.group(1), query[: found.start()]
                     result = session.query(query, fmt, params=params)
                     return self._send(200, result.bytes(), fmt)
-            except Exception as exc:  # a ClickHouse error travels back as ClickHouse sends it
+            except Exception as exc:  # noqa: BLE001 - a ClickHouse error travels back as ClickHouse sends it
                 message = str(exc)
                 code = _CODE.search(message)
                 return self._send(500, message.encode(), exception_code=code.group(1) if code else "1000")

@@ -33,5 +33,7 @@ def genai_spans_json(count: int, *, project_claim: str | None = None) -> tuple[b
         }
         for span_id in span_ids
     ]
-    body = {"resourceSpans": [{"resource": {"attributes": resource}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+    body = {"resourceSpans": [
+        {"resource": {"attributes": resource}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}
+    ]}
     return json.dumps(body).encode(), span_ids

@@ -36,7 +36,8 @@ def test_without_a_valid_key_every_data_route_is_401(auth_collector):
             assert read.status_code == 401 and "key" in read.json()["detail"], (case, path)
     metrics = httpx.get(f"{auth_collector.url}/metrics").text
     assert f'infersight_otlp_rejected_requests_total{{code="401"}} {len(BAD_HEADERS)}' in metrics
-    assert httpx.get(f"{auth_collector.url}/api/v1/summary", headers=auth_collector.headers("alpha")).json()["spans"] == 0
+    summary = httpx.get(f"{auth_collector.url}/api/v1/summary", headers=auth_collector.headers("alpha")).json()
+    assert summary["spans"] == 0
 
 
 def test_protobuf_clients_get_a_protobuf_status(auth_collector):
@@ -64,7 +65,7 @@ def test_each_key_sees_only_its_own_project(auth_collector):
 def test_a_span_claiming_another_project_lands_in_the_keys_project(auth_collector):
     url = auth_collector.url
     alpha, beta = auth_collector.headers("alpha"), auth_collector.headers("beta")
-    body, ids = genai_spans_json(3, project_claim="beta")
+    body, _ids = genai_spans_json(3, project_claim="beta")
     assert httpx.post(f"{url}/v1/traces", content=body, headers={**JSON, **alpha}).status_code == 200
     assert wait_for_spans(url, 3, alpha)["spans"] == 3
     assert httpx.get(f"{url}/api/v1/summary", headers=beta).json()["spans"] == 0

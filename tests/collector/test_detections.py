@@ -56,7 +56,8 @@ def test_rows_without_output_are_not_parsed():
     rows = [
         {"Timestamp": "1.0", "TraceId": "a", "SpanId": "b", "SpanAttributes": {"gen_ai.operation.name": "chat"}},
         {"Timestamp": "1.0", "TraceId": "a", "SpanId": "c", "ResourceAttributes": {"infersight.project": "p"},
-         "SpanAttributes": {"gen_ai.output.messages": '[{"role":"assistant","parts":[{"type":"text","content":"I\'m sorry, but I can\'t help with that."}]}]'}},
+         "SpanAttributes": {"gen_ai.output.messages": '[{"role":"assistant","parts":[{"type":"text",'
+                                                      '"content":"I\'m sorry, but I can\'t help with that."}]}]'}},
     ]
     found = detections_for(rows)
     assert [(d["label"], d["project"], d["span_id"]) for d in found] == [("refusal.phrase", "p", "c")]

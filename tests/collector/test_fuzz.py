@@ -27,19 +27,28 @@ any_value = st.one_of(
     st.builds(lambda v: {"intValue": v}, st.integers() | st.text(max_size=5)),
     st.builds(lambda v: {"doubleValue": v}, st.floats(allow_nan=True) | st.text(max_size=5)),
     st.builds(lambda v: {"boolValue": v}, st.booleans() | st.integers()),
-    st.builds(lambda v: {"arrayValue": {"values": v}}, st.lists(st.builds(lambda s: {"stringValue": s}, st.text(max_size=5)), max_size=3)),
+    st.builds(lambda v: {"arrayValue": {"values": v}},
+              st.lists(st.builds(lambda s: {"stringValue": s}, st.text(max_size=5)), max_size=3)),
     json_values,
 )
 span = st.fixed_dictionaries({}, optional={
     "traceId": hexish, "spanId": hexish, "parentSpanId": hexish, "name": st.text(max_size=20) | st.integers(),
-    "kind": st.integers(-5, 10) | st.text(max_size=5), "startTimeUnixNano": st.integers(-10, 2**70) | st.text(max_size=25),
+    "kind": st.integers(-5, 10) | st.text(max_size=5),
+    "startTimeUnixNano": st.integers(-10, 2**70) | st.text(max_size=25),
     "endTimeUnixNano": st.integers(-10, 2**70) | st.text(max_size=25),
-    "attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=15) | st.integers(), "value": any_value}), max_size=5),
+    "attributes": st.lists(
+        st.fixed_dictionaries({"key": st.text(max_size=15) | st.integers(), "value": any_value}), max_size=5
+    ),
     "status": st.fixed_dictionaries({}, optional={"code": st.integers(-3, 5), "message": st.text(max_size=10)}),
-    "events": st.lists(st.fixed_dictionaries({}, optional={"timeUnixNano": st.integers(0, 2**64), "name": st.text(max_size=5)}), max_size=2),
+    "events": st.lists(
+        st.fixed_dictionaries({}, optional={"timeUnixNano": st.integers(0, 2**64), "name": st.text(max_size=5)}),
+        max_size=2,
+    ),
 })
 document = st.fixed_dictionaries({}, optional={"resourceSpans": st.lists(st.fixed_dictionaries({}, optional={
-    "resource": st.fixed_dictionaries({}, optional={"attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=10), "value": any_value}), max_size=3)}),
+    "resource": st.fixed_dictionaries({}, optional={
+        "attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=10), "value": any_value}), max_size=3),
+    }),
     "scopeSpans": st.lists(st.fixed_dictionaries({}, optional={"spans": st.lists(span, max_size=3)}), max_size=2),
 }), max_size=2) | json_values})
 
@@ -71,15 +80,17 @@ def running(tmp_path_factory):
     from infersight.collector._server import CollectorProcess
     from tests.conftest import free_port
 
-    process = CollectorProcess(tmp_path_factory.mktemp("fuzz"), free_port(), extra_args=("--no-auth", "--no-alerts")).start()
+    process = CollectorProcess(
+        tmp_path_factory.mktemp("fuzz"), free_port(), extra_args=("--no-auth", "--no-alerts")
+    ).start()
     yield process
     process.stop()
 
 
 paths = st.sampled_from(["/v1/traces", "/v1/metrics", "/api/v1/summary", "/api/v1/spans", "/api/v1/detections",
                          "/api/v1/queues", "/api/v1/alerts", "/", "/login", "/metrics", "/healthz"])
-content_types = st.sampled_from(["application/x-protobuf", "application/json", "text/plain", "", "application/json; charset=utf-8",
-                                 "application/x-www-form-urlencoded"])
+content_types = st.sampled_from(["application/x-protobuf", "application/json", "text/plain", "",
+                                 "application/json; charset=utf-8", "application/x-www-form-urlencoded"])
 query = st.dictionaries(st.sampled_from(["since", "limit", "detector", "range", "next"]),
                         st.text(max_size=12) | st.integers(-5, 10**12).map(str), max_size=3)
 

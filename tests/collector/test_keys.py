@@ -9,10 +9,9 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from infersight.collector.web import SESSION_MAX_AGE_S, Authenticator
 from infersight.collector._cli import main as cli
 from infersight.collector.errors import Unauthorized
-from infersight.collector.web import ProjectKeys
+from infersight.collector.web import SESSION_MAX_AGE_S, Authenticator, ProjectKeys
 
 
 def run(*args: str) -> tuple[int, str, str]:

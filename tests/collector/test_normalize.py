@@ -41,7 +41,9 @@ def test_foreign_instrumentation_lands_in_llm_spans(collector, name):
     inst.instrument(tracer_provider=provider)
     try:
         client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
-        response = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi there"}])
+        response = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi there"}]
+        )
     finally:
         inst.uninstrument()
         provider.shutdown()

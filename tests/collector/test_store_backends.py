@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector import StoreError, encode_rows
-from infersight.collector.store import ClickHouseStore
-from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import cluster_statements
 from infersight.collector._server import CollectorProcess
+from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
+from infersight.collector.store import ClickHouseStore, cluster_statements
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for, wait_for_spans
 
@@ -78,7 +76,7 @@ def test_rows_reach_llm_spans_through_the_view(backend):
 
 
 def test_a_repeated_insert_with_the_same_token_is_stored_once(backend):
-    project, rows, span_ids = project_rows(3)
+    project, rows, _span_ids = project_rows(3)
     token = uuid.uuid4().hex
     backend.insert("otel_traces", rows, dedup_token=token)
     backend.insert("otel_traces", rows, dedup_token=token)
@@ -88,7 +86,7 @@ def test_a_repeated_insert_with_the_same_token_is_stored_once(backend):
 
 
 def test_values_are_bound_never_spliced(backend):
-    project, rows, _ = project_rows(1)
+    _project, rows, _ = project_rows(1)
     backend.insert("otel_traces", rows)
     hostile = "x' OR 1=1 --"
     assert backend.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}", {"p": hostile}) == [{"n": 0}]
@@ -144,10 +142,12 @@ def test_cluster_schema_is_replicated_with_distributed_tables_under_the_same_nam
     ddl = cluster_statements("prod", "infersight")
     text = "\n".join(ddl)
     assert "CREATE TABLE IF NOT EXISTS otel_traces_local ON CLUSTER prod (" in text
-    assert "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/infersight/otel_traces_local', '{replica}')" in text
+    assert ("ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/infersight/otel_traces_local',"
+            " '{replica}')") in text
     assert ("CREATE TABLE IF NOT EXISTS otel_traces ON CLUSTER prod AS otel_traces_local"
             " ENGINE = Distributed(prod, infersight, otel_traces_local, rand())") in ddl
-    assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/infersight/alerts_local', '{replica}', updated_at)" in text
+    assert ("ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/infersight/alerts_local',"
+            " '{replica}', updated_at)") in text
     view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v2"))
     assert "ON CLUSTER prod TO llm_spans_local" in view and "FROM otel_traces_local" in view
     # every table the app reads or writes exists under its own name

@@ -8,12 +8,11 @@ import json
 from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
-from infersight.collector.web import ProjectKeys
 from infersight.collector._counters import Counters
 from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, to_rows
-from infersight.collector.spool import Entry, Spool
+from infersight.collector.spool import Entry, Spool, SpoolWriter
 from infersight.collector.store import encode_rows
-from infersight.collector.spool import SpoolWriter
+from infersight.collector.web import ProjectKeys
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import wait_for
 
@@ -246,7 +245,9 @@ def test_a_request_the_store_refuses_is_set_aside_and_everyone_elses_spans_are_s
 def test_the_writer_splits_old_spans_into_inserts_of_at_most_100_days(store, tmp_path, monkeypatch):
     project = new_project()
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
-    expected = [i for offset in (0, 60, 120) for i in spooled(spool, project, 50, day_offsets=[offset + d for d in range(50)])]
+    expected = [
+        i for offset in (0, 60, 120) for i in spooled(spool, project, 50, day_offsets=[offset + d for d in range(50)])
+    ]
     inserts: list[str] = []
     insert = store.insert
 

@@ -139,7 +139,8 @@ def judge_row(call: Call, score: int, *, rubric: str = "helpfulness", rubric_ver
 
 
 def alert_rows(project: str, at_ns: int, *, name: str = "error_spike", labels: dict[str, str] | None = None,
-               summary: str = "support-bot: 12.0% of 500 LLM calls failed", link: str = "/traces?service=support-bot&status=error",
+               summary: str = "support-bot: 12.0% of 500 LLM calls failed",
+               link: str = "/traces?service=support-bot&status=error",
                firing: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """An ``alerts`` state row and its ``alert_events`` row."""
     labels = labels or {"project": project, "service": "support-bot"}
@@ -185,7 +186,8 @@ def demo_calls(project: str, end_ns: int, count: int = 400, *, span_s: int = 7 *
         slow = route == "search.summarize" and (start // HOUR_NS) % 24 in (14, 15)
         tokens_in = rng.randint(200, 3000) * (8 if i % 97 == 0 else 1)
         tokens_out = rng.randint(40, 600)
-        cost = tokens_in * (2.5e-6 if model == "gpt-4o" else 1.5e-7) + tokens_out * (1e-5 if model == "gpt-4o" else 6e-7)
+        cost = (tokens_in * (2.5e-6 if model == "gpt-4o" else 1.5e-7)
+                + tokens_out * (1e-5 if model == "gpt-4o" else 6e-7))
         calls.append(Call(
             project=project, start_ns=start, trace_id=trace_id(rng), tenant=tenants[rng.randrange(4) if i % 7 else 0],
             route=route, model=model, version="v2" if start > end_ns - span_s * NS // 3 else "v1",

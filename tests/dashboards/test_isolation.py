@@ -27,7 +27,9 @@ def otlp(tenant: str, trace_id: str, text: str) -> bytes:
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": f"{tenant}-svc"}},
                                # a claim the collector must ignore: the key decides the project
                                {"key": "infersight.project", "value": {"stringValue": "alpha"}}]}
-    return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}]}).encode()
+    return json.dumps(
+        {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}]}
+    ).encode()
 
 
 def test_a_project_sees_only_its_own_data(auth_collector):

@@ -58,7 +58,9 @@ def test_a_known_week_against_the_week_before(dash):
 
 def test_weeks_are_iso_weeks():
     assert parse_week("2026-W48") == datetime(2026, 11, 23, tzinfo=timezone.utc)
-    assert parse_week(None, now=datetime(2026, 11, 29, 20, tzinfo=timezone.utc)) == datetime(2026, 11, 16, tzinfo=timezone.utc)
+    assert parse_week(None, now=datetime(2026, 11, 29, 20, tzinfo=timezone.utc)) == datetime(
+        2026, 11, 16, tzinfo=timezone.utc
+    )
     for bad in ("2026-48", "2026-W54", "W48", ""):
         with pytest.raises(ValueError, match="ISO week like 2026-W48"):
             parse_week(bad)

@@ -136,17 +136,28 @@ def numeric_scores(references: int, nulls_per_reference: int, n_reference: int =
 # -- texts -------------------------------------------------------------------------------------------
 
 TOPICS = {
-    "account": "password login reset account email verify username locked sign two factor code "
-               "profile settings security recover".split(),
-    "shipping": "order shipping delivery package tracking courier address arrived late parcel "
-                "dispatch warehouse customs express".split(),
-    "billing": "refund invoice charge payment card billing subscription receipt charged twice "
-               "discount coupon vat plan".split(),
-    "product": "battery screen charger warranty model size colour feature manual update "
-               "bluetooth pairing firmware".split(),
+    "account": [
+        "password", "login", "reset", "account", "email", "verify", "username", "locked", "sign",
+        "two", "factor", "code", "profile", "settings", "security", "recover",
+    ],
+    "shipping": [
+        "order", "shipping", "delivery", "package", "tracking", "courier", "address", "arrived",
+        "late", "parcel", "dispatch", "warehouse", "customs", "express",
+    ],
+    "billing": [
+        "refund", "invoice", "charge", "payment", "card", "billing", "subscription", "receipt",
+        "charged", "twice", "discount", "coupon", "vat", "plan",
+    ],
+    "product": [
+        "battery", "screen", "charger", "warranty", "model", "size", "colour", "feature", "manual",
+        "update", "bluetooth", "pairing", "firmware",
+    ],
 }
-_FILLER = ("the a to and of in is for on with how can my do what please help me about this that it "
-           "i you we was have not but when why hi hello thanks again still need know get").split()
+_FILLER = [
+    "the", "a", "to", "and", "of", "in", "is", "for", "on", "with", "how", "can", "my", "do",
+    "what", "please", "help", "me", "about", "this", "that", "it", "i", "you", "we", "was", "have",
+    "not", "but", "when", "why", "hi", "hello", "thanks", "again", "still", "need", "know", "get",
+]
 # A long tail of everyday words, so documents are not made of topic words alone.
 _TAIL = [f"w{i:04d}" for i in range(3000)]
 _TAIL_CDF = np.cumsum(1.0 / np.arange(1, len(_TAIL) + 1) ** 1.05)

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+
 from infersight import sdk
 from infersight.detectors import (
     ContextStuffingDetector,
@@ -50,7 +51,9 @@ def test_same_prompt_eight_times_in_one_trace_is_a_loop_and_every_call_counts():
     assert math.isclose(sum(f.cost_usd for f in found), sum(c.cost_usd for c in calls))
     # The first four are known to loop when the fifth arrives; later calls when they arrive.
     assert [f.known_at_ns for f in found] == [calls[4].ts_ns] * 5 + [c.ts_ns for c in calls[5:]]
-    assert found[0].detection.evidence.startswith("same prompt 5x in trace t-loop within 10 min: $0.0150 for those calls")
+    assert found[0].detection.evidence.startswith(
+        "same prompt 5x in trace t-loop within 10 min: $0.0150 for those calls"
+    )
     assert "same prompt 8x" in found[-1].detection.evidence and "$0.0360" in found[-1].detection.evidence
 
 
@@ -145,7 +148,9 @@ def test_prompt_hash_of_nothing_is_empty():
 
 
 def test_loop_parameters_are_validated():
-    with pytest.raises(ValueError, match="The 'trace_min_calls' parameter of CostLoopDetector must be an int of at least 2; got 1."):
+    with pytest.raises(
+        ValueError, match=r"The 'trace_min_calls' parameter of CostLoopDetector must be an int of at least 2; got 1."
+    ):
         CostLoopDetector(trace_min_calls=1)
     with pytest.raises(ValueError, match="'window' parameter of CostLoopDetector must be a positive duration"):
         CostLoopDetector(window=0)  # type: ignore[arg-type]
@@ -178,7 +183,8 @@ def test_a_whole_document_in_the_prompt_is_stuffing_with_its_excess_cost(support
 
 def test_the_routes_own_long_tail_is_not_stuffing(support_route):
     assert support_route.threshold_ > 5 * support_route.median_
-    ordinary = [stuffed(i, int(t)) for i, t in enumerate(np.random.default_rng(1).lognormal(math.log(900), 0.5, 20_000))]
+    lengths = np.random.default_rng(1).lognormal(math.log(900), 0.5, 20_000)
+    ordinary = [stuffed(i, int(t)) for i, t in enumerate(lengths)]
     assert support_route.detect(ordinary) == []
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from infersight.detectors import NotFittedError, NumericDriftDetector
 
 from .corpora import numeric_window

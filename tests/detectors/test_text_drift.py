@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from infersight.detectors import NotFittedError, TextDriftDetector
 from infersight.detectors._text_drift import messages_text
 
@@ -49,7 +50,7 @@ def test_fires_on_a_new_topic_and_names_its_words():
 def test_too_few_texts_gives_no_verdict_and_says_so():
     rng = np.random.default_rng(3)
     detector = TextDriftDetector().fit(text_corpus(rng, 1000, TEXT_BASE))
-    current = text_corpus(rng, 499, {"billing": 1.0}) + ["", "   ", None]
+    current = [*text_corpus(rng, 499, {"billing": 1.0}), "", "   ", None]
     report = detector.detect(current, channel="outputs")
     assert report.drifted is None and math.isnan(report.auc)
     assert report.reason == ("no verdict: 499 outputs with text in the current window, "

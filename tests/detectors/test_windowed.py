@@ -9,8 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from infersight.collector import encode_rows
+
 from infersight import sdk
+from infersight.collector import encode_rows
 from infersight.detectors import ContextStuffingDetector, NumericDriftDetector, WindowedRunner
 
 from .corpora import TEXT_BASE, numeric_window, text_corpus
@@ -120,18 +121,23 @@ def test_reports_drift_loops_and_stuffing_from_the_store(first_run):
     assert numeric["route"] == "support.answer" and numeric["detector"] == "drift.numeric"
     assert numeric["ts"] == f"{_ns(HOUR) // S:010d}.000000000"
     assert numeric["evidence"].startswith("output_tokens up: median ")
-    assert any(word in by_label["drift.text.prompts"]["evidence"] for word in ("refund", "invoice", "billing", "charge"))
+    assert any(
+        word in by_label["drift.text.prompts"]["evidence"] for word in ("refund", "invoice", "billing", "charge")
+    )
     loop = by_label["cost_loop.trace"]
     assert loop["trace_id"] == "ab" * 16 and loop["route"] == "agent.step" and loop["tenant"] == "acme"
     assert run.loop_cost_usd == pytest.approx(8 * 0.0002)
     assert run.stuffing_cost_usd == pytest.approx((60_000 - 900) * 0.15e-6, rel=0.1)
-    assert any("quiet.route" in note and "and 40 requests in the current window" in note for note in run.notes), run.notes
+    assert any(
+        "quiet.route" in note and "and 40 requests in the current window" in note for note in run.notes
+    ), run.notes
     routes = {(route, report.detector, getattr(report, "channel", "")) for route, report in run.drift}
     assert ("support.answer", "drift.text", "outputs") in routes
 
 
 def test_the_same_window_gives_the_same_rows_and_token(session_store, seeded, first_run):
-    runner = WindowedRunner(session_store, stuffing=ContextStuffingDetector(price=sdk.cost_usd))  # fresh: nothing cached
+    # fresh: nothing cached
+    runner = WindowedRunner(session_store, stuffing=ContextStuffingDetector(price=sdk.cost_usd))
     again = runner.run(seeded, NOW)
     assert again.batches == first_run.batches
     [batch] = first_run.batches  # everything was known in the minute 11:59
@@ -174,7 +180,9 @@ def test_run_all_finds_the_project(session_store, seeded, first_run):
 def test_windows_are_floored_to_the_minute_and_lag_behind():
     runner = WindowedRunner(store=None, lag=timedelta(minutes=2))  # type: ignore[arg-type]
     start, end = runner.window(datetime(2026, 1, 1, 10, 7, 59), since=datetime(2026, 1, 1, 10, 5, 1))
-    assert (start, end) == (datetime(2026, 1, 1, 10, 3, tzinfo=timezone.utc), datetime(2026, 1, 1, 10, 5, tzinfo=timezone.utc))
+    assert (start, end) == (
+        datetime(2026, 1, 1, 10, 3, tzinfo=timezone.utc), datetime(2026, 1, 1, 10, 5, tzinfo=timezone.utc)
+    )
     start, end = runner.window(datetime(2026, 1, 1, 10, 7), since=datetime(2025, 1, 1))
     assert end - start == runner.max_catchup
 

@@ -35,7 +35,7 @@ def test_builtin_rubrics_match_their_lock_file():
 @pytest.mark.parametrize("rubric_id", sorted(BUILTINS))
 def test_builtin_rubrics_render_the_span_and_ask_for_the_verdict_format(rubric_id):
     rubric = load_rubrics()[rubric_id]
-    sample = span(messages=span().messages + (Message("tool", "Invoices live under Billing > History."),),
+    sample = span(messages=(*span().messages, Message("tool", "Invoices live under Billing > History.")),
                   answer='{"where": "billing"}' if rubric_id == "json_adherence" else "On the billing page.")
     assert rubric.applies_to(sample)
     (message,) = rubric.render(sample)

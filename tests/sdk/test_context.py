@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 import pytest
 from opentelemetry import context as otel_context
@@ -48,7 +49,7 @@ def test_mark_started_measures_from_the_tenant_block(spans):
 
 def test_provider_queue_time_is_split_out_of_ttft(spans):
     class Stream:  # shaped like openai.Stream: an iterator with the HTTP response's headers
-        headers = {"x-queue-time": "0.05"}
+        headers: ClassVar[dict[str, str]] = {"x-queue-time": "0.05"}
 
         def __init__(self):
             self._chunks = iter(["token"])
@@ -208,7 +209,8 @@ def test_foreign_spans_get_the_tenant_and_are_marked_when_nested_in_an_llm_span(
         with foreign.start_as_current_span("outside any llm span"):
             pass
     by_name = {s.name: s for s in spans.get_finished_spans()}
-    nested, ours, alone = by_name["chat claude"], by_name["chat claude-3-5-haiku-latest"], by_name["outside any llm span"]
+    nested, ours = by_name["chat claude"], by_name["chat claude-3-5-haiku-latest"]
+    alone = by_name["outside any llm span"]
     assert nested.attributes["infersight.tenant.id"] == "acme" and nested.attributes["infersight.route"] == "support"
     assert nested.attributes["infersight.parent_llm_span"] == format(ours.context.span_id, "016x")
     assert "infersight.parent_llm_span" not in ours.attributes

@@ -184,9 +184,8 @@ def test_nested_tenant_block_inherits_user_and_route(spans):
     def ask():
         return None
 
-    with sdk.tenant("acme", user_id="u-1", route="support"):
-        with sdk.tenant("acme-eu"):
-            ask()
+    with sdk.tenant("acme", user_id="u-1", route="support"), sdk.tenant("acme-eu"):
+        ask()
     a = only_span(spans).attributes
     assert (a["infersight.tenant.id"], a["infersight.user.id"], a["infersight.route"]) == ("acme-eu", "u-1", "support")
 
