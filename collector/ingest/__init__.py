@@ -10,4 +10,4 @@ from __future__ import annotations
 from ._decode import Decoded, Decoder, decode_request, default_workers
 from ._receivers import RETRY_AFTER_S, router
 
-__all__ = ["RETRY_AFTER_S", "Decoded", "Decoder", "decode_request", "default_workers", "router"]
+__all__ = ["Decoded", "Decoder", "RETRY_AFTER_S", "decode_request", "default_workers", "router"]

@@ -10,4 +10,4 @@ from __future__ import annotations
 from ._spool import MAX_DAYS, Batch, Entry, Spool, SpoolDepth
 from ._writer import SpoolWriter
 
-__all__ = ["MAX_DAYS", "Batch", "Entry", "Spool", "SpoolDepth", "SpoolWriter"]
+__all__ = ["Batch", "Entry", "MAX_DAYS", "Spool", "SpoolDepth", "SpoolWriter"]

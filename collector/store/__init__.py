@@ -22,11 +22,11 @@ from ._schema import cluster_statements, statements
 from ._time import day_or_yesterday, since_to_unix_ns
 
 __all__ = [
-    "KINDS",
-    "LLM",
     "ChdbStore",
     "ClickHouseStore",
     "DataDirLocked",
+    "KINDS",
+    "LLM",
     "Store",
     "StoreError",
     "call_figures",

@@ -9,13 +9,13 @@ from ._deps import ApiProjectDep, AuthenticatorDep, PageProjectDep, StoreDep, ke
 from ._keys import ProjectKeys
 
 __all__ = [
-    "SESSION_COOKIE",
-    "SESSION_MAX_AGE_S",
     "ApiProjectDep",
     "Authenticator",
     "AuthenticatorDep",
     "PageProjectDep",
     "ProjectKeys",
+    "SESSION_COOKIE",
+    "SESSION_MAX_AGE_S",
     "StoreDep",
     "key_project",
 ]

@@ -184,7 +184,8 @@ def test_full_spool_answers_503_with_retry_after_and_recovers(store, tmp_path):
         after, span_ids = genai_spans_json(5)
         assert client.post("/v1/traces", content=after, headers={"content-type": JSON}).status_code == 200
         assert wait_for(lambda: client.get("/api/v1/summary").json()["spans"] == len(acked) + 5)
-        assert f"infersight_spans_stored_total {len(acked) + 5}\n" in client.get("/metrics").text
+        # The counter moves just after the rows are visible (once the spool has forgotten them).
+        assert wait_for(lambda: f"infersight_spans_stored_total {len(acked) + 5}\n" in client.get("/metrics").text)
     raw, typed = stored(store, project)
     assert raw == typed == {span_id: 1 for span_id in acked + span_ids}
 

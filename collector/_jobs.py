@@ -1,0 +1,86 @@
+"""The collector's background work, as jobs under one scheduler.
+
+    alerts   Evaluator.run_once, every --evaluation-interval: the collector's own spool
+             sampled, the windowed detectors, the three paging rules, alert lifecycle and
+             notifications, the daily digest
+    judge    JudgeLoop.run_once, every --judge-every: sample, judge, store the scores
+
+Each job runs on a thread of its own, so a judge cycle that waits minutes on a slow model never
+delays the pager. A run that raises is logged with its traceback and counted on ``/metrics``
+(``infersight_job_failures_total{job=...}``); the job runs again at its next turn. The spool
+writer is not a job: it is the ingest path, woken by every acknowledged request.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ._counters import Counters
+
+logger = logging.getLogger("infersight.collector")
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    name: str
+    every_s: float
+    first_after_s: float
+    run: Callable[[], object]
+    interrupt: Callable[[], None] | None
+
+
+class Scheduler:
+    """Runs named jobs periodically until :meth:`stop`. Thread-safe to :meth:`add` before
+    :meth:`start`; :meth:`stop` blocks until every job's current run has ended (or the timeout)."""
+
+    def __init__(self, counters: Counters) -> None:
+        self.counters = counters
+        self._jobs: list[_Job] = []
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    def add(
+        self,
+        name: str,
+        every_s: float,
+        run: Callable[[], object],
+        *,
+        first_after_s: float | None = None,
+        interrupt: Callable[[], None] | None = None,
+    ) -> None:
+        """Run ``run()`` every ``every_s`` seconds, the first time after ``first_after_s``
+        (default: ``every_s``). ``interrupt`` is called at :meth:`stop` to cut a long run short."""
+        if not every_s > 0:
+            raise ValueError(f"The 'every_s' parameter of Scheduler.add must be positive; got {every_s!r}.")
+        start = every_s if first_after_s is None else first_after_s
+        self._jobs.append(_Job(name, every_s, start, run, interrupt))
+
+    def start(self) -> None:
+        for job in self._jobs:
+            thread = threading.Thread(target=self._loop, args=(job,), name=f"infersight-job-{job.name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        for job in self._jobs:
+            if job.interrupt is not None:
+                job.interrupt()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+
+    def _loop(self, job: _Job) -> None:
+        wait_s = job.first_after_s
+        while not self._stop.wait(wait_s):
+            started = time.monotonic()
+            try:
+                job.run()
+            except Exception:  # one failed run must not end the job: logged and counted
+                self.counters.add(f"job_failed:{job.name}")
+                logger.exception("background job %r failed; it runs again in %.0f s", job.name, job.every_s)
+            wait_s = max(job.every_s - (time.monotonic() - started), 0.0)
