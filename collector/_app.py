@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 
 from ._counters import Counters
+from ._jobs import Scheduler
 from ._settings import Settings
 from .ingest import Decoder, default_workers
 from .ingest import router as ingest_router
@@ -64,16 +65,21 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)
             app.state.writer.start()
             stack.callback(app.state.writer.stop)
+            jobs = Scheduler(app.state.counters)
             if settings.alerts:
-                from .alerts._setup import start_evaluator
+                from .alerts._setup import evaluator_from
 
-                evaluator = start_evaluator(settings, app.state.store, app.state.spool)
-                stack.callback(evaluator.stop)
+                evaluator = evaluator_from(settings, app.state.store, app.state.spool)
+                jobs.add("alerts", settings.evaluation_interval_s, evaluator.run_once)
             if settings.judge is not None:
-                from infersight.judges import start_judge_loop
+                from infersight.judges import judge_loop_from
 
-                judge_loop = start_judge_loop(settings.judge, app.state.store)
-                stack.callback(judge_loop.stop)
+                judge_loop = judge_loop_from(settings.judge, app.state.store)
+                stack.callback(judge_loop.close)
+                jobs.add("judge", settings.judge.every_s, judge_loop.run_once, first_after_s=0.0,
+                         interrupt=judge_loop.interrupt)
+            jobs.start()
+            stack.callback(jobs.stop)
             yield
 
     # FastAPI traces itself once a global OTel provider exists. In a process that also runs the

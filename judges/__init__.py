@@ -17,7 +17,7 @@ versions on the same frozen :class:`Panel` with the same judge and rubric.
 
 from __future__ import annotations
 
-from ._background import JudgeLoop, JudgeSettings, start_judge_loop
+from ._background import JudgeLoop, JudgeSettings, judge_loop_from
 from ._breaker import CircuitBreaker
 from ._budget import Budget
 from ._cli import background_options, judge_settings
@@ -86,6 +86,7 @@ __all__ = [
     "create_panel",
     "gate",
     "judge_cli",
+    "judge_loop_from",
     "judge_settings",
     "judge_spend",
     "list_panels",
@@ -96,6 +97,5 @@ __all__ = [
     "parse_verdict",
     "recent_scores",
     "scores_summary",
-    "start_judge_loop",
     "trace_fraction",
 ]

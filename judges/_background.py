@@ -1,7 +1,7 @@
 """Judging in the background: the collector runs a :class:`JudgeLoop` thread.
 
 ``infersight collector --judge-base-url URL ...`` builds :class:`JudgeSettings`, and the app's
-lifespan calls :func:`start_judge_loop` with its store.
+lifespan builds it with :func:`judge_loop_from` and schedules its :meth:`JudgeLoop.run_once`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class JudgeLoop:
     Projects are ``projects`` or, by default, those with LLM spans in the look-back window,
     found afresh each cycle. Each project has its own runner, so its own daily budget. Windows overlap on purpose: late
     spans are picked up by the next cycle, and spans already answered are never judged twice.
-    Errors are logged and the loop goes on, so an outage of the judge or the store never stops
-    it. :meth:`start` returns at once; :meth:`stop` waits for the current cycle's calls.
-    ``judge`` is closed by :meth:`stop` only when ``close_judge`` is set.
+    One project's failure is logged and the cycle goes on with the next. The collector's
+    scheduler runs :meth:`run_once` every ``every_s`` (a failed cycle is logged there and retried
+    at the next turn); :meth:`close` ends a cycle early and closes ``judge`` when ``close_judge``.
     """
 
     def __init__(self, store: Store, judge: Judge, rubrics: Sequence[Rubric], *,
@@ -54,7 +54,6 @@ class JudgeLoop:
         self.close_judge = close_judge
         self._runners: dict[str, JudgeRunner] = {}
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def _runner(self, project: str) -> JudgeRunner:
         if project not in self._runners:
@@ -91,23 +90,13 @@ class JudgeLoop:
         )
         return [r["project"] for r in rows]
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.run_once()
-            except Exception:
-                logger.exception("judge cycle failed; retrying in %.0f s", self.every_s)
-            self._stop.wait(self.every_s)
-
-    def start(self) -> JudgeLoop:
-        self._thread = threading.Thread(target=self._loop, name="infersight-judge-loop", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, timeout_s: float = 30.0) -> None:
+    def interrupt(self) -> None:
+        """End the current :meth:`run_once` after the project being judged (from any thread)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+
+    def close(self) -> None:
+        """Interrupt, and close ``judge`` when ``close_judge`` was set."""
+        self.interrupt()
         if self.close_judge:
             self.judge.close()
 
@@ -164,11 +153,11 @@ class JudgeSettings:
         return Budget(max_calls=self.max_calls_per_day, max_usd=self.max_usd_per_day)
 
 
-def start_judge_loop(settings: JudgeSettings, store: Store) -> JudgeLoop:
-    """Build the judge client, load the rubrics and start a :class:`JudgeLoop` on ``store``.
+def judge_loop_from(settings: JudgeSettings, store: Store) -> JudgeLoop:
+    """Build the judge client, load the rubrics and return a :class:`JudgeLoop` on ``store``.
 
-    Raises :class:`~._errors.RubricError` (a bad or unlocked rubric) before anything starts.
-    ``stop()`` on the returned loop also closes the client.
+    Raises :class:`~._errors.RubricError` (a bad or unlocked rubric) before anything runs.
+    ``close()`` on the returned loop also closes the client.
     """
     rubrics = select_rubrics(load_rubrics(settings.rubrics_dir), settings.rubrics)
     prices = None
@@ -181,4 +170,4 @@ def start_judge_loop(settings: JudgeSettings, store: Store) -> JudgeLoop:
                      close_judge=True)
     logger.info("judging %s with %s at %s every %.0f s", ", ".join(r.key for r in rubrics), settings.model,
                 settings.base_url, settings.every_s)
-    return loop.start()
+    return loop

@@ -5,7 +5,6 @@ store; a singleton process beside stateless collectors on a ClickHouse cluster).
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -53,8 +52,8 @@ def _parse_ts(value: str) -> datetime:
 
 
 class Evaluator:
-    """Runs the paging rules over the store. ``run_once`` is blocking and not re-entrant;
-    :meth:`start` runs it every ``interval`` on a daemon thread."""
+    """Runs the paging rules over the store. ``run_once`` is blocking and not re-entrant; the
+    collector's scheduler runs it every evaluation interval (see ``collector/_jobs.py``)."""
 
     def __init__(
         self,
@@ -82,8 +81,6 @@ class Evaluator:
         self.config = config or EvaluatorConfig()
         self.clock = clock
         self._cost_cache: tuple[datetime, list[Alert]] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -316,24 +313,6 @@ class Evaluator:
         ]
         if event_rows:
             self.store.insert("alert_events", encode_rows(event_rows))
-
-    # -- background ----------------------------------------------------------------------------
-
-    def start(self, interval: timedelta = timedelta(minutes=1)) -> None:
-        def loop() -> None:
-            while not self._stop.wait(interval.total_seconds()):
-                try:
-                    self.run_once()
-                except Exception:  # one bad evaluation must not end alerting
-                    logger.exception("alert evaluation failed")
-
-        self._thread = threading.Thread(target=loop, name="infersight-evaluator", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
 
 
 def history(store: Store, project: str, since: datetime) -> dict[str, list[dict[str, Any]]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from infersight import sdk
 from infersight.detectors import ContextStuffingDetector, WindowedRunner
 
@@ -30,8 +28,8 @@ def notifiers_from(settings: Settings) -> list[Notifier]:
     return out
 
 
-def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator:
-    """The evaluator, running every ``settings.evaluation_interval_s`` on a daemon thread.
+def evaluator_from(settings: Settings, store: Store, spool: Spool) -> Evaluator:
+    """The evaluator for ``settings``; the app's scheduler runs it every evaluation interval.
 
     The collector's own spool is watched like any application queue, under the project
     ``_collector``: a spool that stops draining means the store is down.
@@ -50,5 +48,4 @@ def start_evaluator(settings: Settings, store: Store, spool: Spool) -> Evaluator
         # Excess input priced as the spans are: with the SDK's genai-prices rates.
         windowed=WindowedRunner(store, stuffing=ContextStuffingDetector(price=sdk.cost_usd)),
     )
-    evaluator.start(timedelta(seconds=settings.evaluation_interval_s))
     return evaluator

@@ -41,6 +41,11 @@ def render(counters: dict[str, int], depth: SpoolDepth) -> str:
     lines += [f"# HELP {metric} {_REJECTED}", f"# TYPE {metric} counter"]
     rejected = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("rejected:"))
     lines += [f'{metric}{{code="{code}"}} {value}' for code, value in rejected] or [f"{metric} 0"]
+    metric = "infersight_job_failures_total"
+    lines += [f"# HELP {metric} Runs of a background job (alerts, judge) that raised; it runs again.",
+              f"# TYPE {metric} counter"]
+    failed = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("job_failed:"))
+    lines += [f'{metric}{{job="{job}"}} {value}' for job, value in failed] or [f"{metric} 0"]
     gauges = {
         "spool_entries": ("Requests acknowledged but not yet stored.", depth.entries),
         "spool_rows": ("Spans acknowledged but not yet stored.", depth.rows),

@@ -8,13 +8,15 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from infersight.collector._counters import Counters
+from infersight.collector._jobs import Scheduler
 from infersight.judges import (
     JudgeLoop,
     JudgeSettings,
     SamplingPolicy,
+    judge_loop_from,
     load_rubrics,
     recent_scores,
-    start_judge_loop,
 )
 from infersight.judges._cli import background_options, judge_settings
 from tests.conftest import wait_for
@@ -31,12 +33,14 @@ def test_the_loop_judges_each_project_with_its_own_budget(judge_store, project, 
         return JudgeLoop(judge_store, judge_client, [load_rubrics()["helpfulness"]],
                          policy=SamplingPolicy(rate=1.0), every_s=3600, projects=[project, other])
 
-    loop = make_loop().start()
+    jobs = Scheduler(Counters())
+    jobs.add("judge", 3600, make_loop().run_once, first_after_s=0.0)
+    jobs.start()
     try:
         since = time.time_ns() - 3600 * 10**9
         assert wait_for(lambda: len(recent_scores(judge_store, other, since)) == 3, timeout_s=10)
     finally:
-        loop.stop()
+        jobs.stop()
     assert len(recent_scores(judge_store, project, since)) == 3
     # A restarted loop (a restarted collector) does not judge the same spans again.
     assert {p: r.already_judged for p, r in make_loop().run_once().items()} == {project: 3, other: 3}
@@ -52,11 +56,12 @@ def test_settings_fail_fast_on_bad_values():
         JudgeSettings(base_url="http://judge/v1", price_input_mtok=1.0)
 
 
-def test_start_judge_loop_runs_and_stops_with_its_client(judge_store, fake_judge):
+def test_a_loop_from_settings_closes_its_client(judge_store, fake_judge):
     settings = JudgeSettings(base_url=fake_judge.url, model="fake-judge", rate=0.0, min_per_stratum=0,
                              flagged_rate=0.0, every_s=3600)
-    loop = start_judge_loop(settings, judge_store)
-    loop.stop()
+    loop = judge_loop_from(settings, judge_store)
+    loop.run_once()
+    loop.close()
     assert loop.judge._http.is_closed  # type: ignore[attr-defined]
     assert fake_judge.request_count == 0
 

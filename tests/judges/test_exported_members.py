@@ -10,9 +10,9 @@ EXPECTED = [
     "JudgeSettings", "Judgement", "Message", "PairedScore", "Panel", "PanelError", "PanelItem", "Rubric",
     "RubricError", "RubricVersionError", "RunReport", "SampledSpan", "Sampler", "SamplingPolicy",
     "TransientJudgeError", "Verdict", "background_options", "compare", "create_panel", "gate",
-    "judge_cli", "judge_settings", "judge_spend", "list_panels",
+    "judge_cli", "judge_loop_from", "judge_settings", "judge_spend", "list_panels",
     "load_panel", "load_rubrics", "lock_rubrics", "paired_bootstrap", "parse_verdict", "recent_scores",
-    "scores_summary", "start_judge_loop", "trace_fraction",
+    "scores_summary", "trace_fraction",
 ]
 
 

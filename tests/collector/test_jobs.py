@@ -1,0 +1,59 @@
+"""The scheduler of the collector's background jobs: failures are counted, never fatal; stop is bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from infersight.collector._counters import Counters
+from infersight.collector._jobs import Scheduler
+from infersight.collector.spool import SpoolDepth
+from infersight.collector.web._metrics import render
+from tests.conftest import wait_for
+
+
+def test_a_failing_job_is_counted_runs_again_and_does_not_hold_back_the_others():
+    counters = Counters()
+    runs = {"flaky": 0, "steady": 0}
+
+    def flaky() -> None:
+        runs["flaky"] += 1
+        raise RuntimeError("the judge is down")
+
+    def steady() -> None:
+        runs["steady"] += 1
+
+    jobs = Scheduler(counters)
+    jobs.add("judge", 0.02, flaky, first_after_s=0.0)
+    jobs.add("alerts", 0.02, steady)
+    jobs.start()
+    try:
+        assert wait_for(lambda: runs["flaky"] >= 3 and runs["steady"] >= 3, timeout_s=5)
+    finally:
+        jobs.stop()
+    assert counters.get("job_failed:judge") == runs["flaky"] and counters.get("job_failed:alerts") == 0
+    text = render(counters.snapshot(), SpoolDepth(0, 0, 0, 1, 0.0))
+    assert f'infersight_job_failures_total{{job="judge"}} {runs["flaky"]}\n' in text
+
+
+def test_stop_interrupts_a_long_run_and_returns():
+    started, interrupted = threading.Event(), threading.Event()
+
+    def long_run() -> None:
+        started.set()
+        interrupted.wait(30)
+
+    jobs = Scheduler(Counters())
+    jobs.add("judge", 60, long_run, first_after_s=0.0, interrupt=interrupted.set)
+    jobs.start()
+    assert started.wait(5)
+    begun = time.monotonic()
+    jobs.stop(timeout_s=10)
+    assert time.monotonic() - begun < 2
+
+
+def test_intervals_must_be_positive():
+    with pytest.raises(ValueError, match=r"'every_s' parameter of Scheduler\.add must be positive"):
+        Scheduler(Counters()).add("x", 0, lambda: None)
