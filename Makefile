@@ -4,16 +4,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench clean
+.PHONY: test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[collector,dev]'
 	touch $(STAMP)
 
+# ruff over the whole tree, mypy over the packages (both configured in pyproject.toml).
+lint: $(STAMP)
+	$(PY) -m ruff check . && $(PY) -m mypy
+
 # The dashboards' browser test drives Debian's chromium; install it where apt-get is usable (CI
 # runs as root), and skip this step when chromium is already there or apt-get is not.
-test: $(STAMP)
+test: $(STAMP) lint
 	@if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
 		echo "installing chromium for the browser test (apt-get)"; \

@@ -17,10 +17,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infersight import sdk
 
 from ._fake_llm import FakeLLM
+
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.shared_params import ResponseFormatJSONObject
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
 ROUTES = ("support.answer", "search.summarize", "sales.email")
@@ -58,16 +64,16 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
         return documents[:2]
 
     @sdk.traced_llm(provider="openai", model="gpt-4o-mini", stream_guard=True)
-    def support(messages: list[dict[str, str]]):
+    def support(messages: list[ChatCompletionMessageParam]):
         return oai.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True,
                                            stream_options={"include_usage": True})
 
     @sdk.traced_llm(provider="anthropic", model="claude-3-5-haiku-latest")
-    def summarize(messages: list[dict[str, str]]):
+    def summarize(messages: list[MessageParam]):
         return claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=300, messages=messages)
 
     @sdk.traced_llm(provider="openai", model="gpt-4o")
-    def email(messages: list[dict[str, str]], response_format: dict[str, str]):
+    def email(messages: list[ChatCompletionMessageParam], response_format: ResponseFormatJSONObject):
         return oai.chat.completions.create(model="gpt-4o", messages=messages, response_format=response_format)
 
     def handle(request: Request) -> None:
@@ -75,15 +81,16 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
             sdk.mark_started(request.queued_at)
             docs = rerank(request.question, documents=retrieve(request.question))
             context = " ".join(str(d["text"]) for d in docs)
-            messages = [{"role": "user", "content": f"{request.question}\n\nContext: {context}"}]
+            content = f"{request.question}\n\nContext: {context}"
+            # the same one user message for each client, typed as that client's message type
             try:
                 if request.route == "support.answer":
-                    for _ in support(messages):
+                    for _ in support([{"role": "user", "content": content}]):
                         pass
                 elif request.route == "search.summarize":
-                    summarize(messages)
+                    summarize([{"role": "user", "content": content}])
                 else:
-                    email(messages, response_format={"type": "json_object"})
+                    email([{"role": "user", "content": content}], response_format={"type": "json_object"})
             except (openai.APIError, anthropic.APIError):
                 pass  # the span has recorded it; a real app would retry or fall back
 

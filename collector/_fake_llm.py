@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 _WORDS = [
     "the", "answer", "depends", "on", "your", "plan", "and", "region", "so", "please", "check",
@@ -62,7 +62,8 @@ class FakeLLM:
     @property
     def url(self) -> str:
         assert self._server is not None, "call start() first"
-        host, port = self._server.server_address[:2]
+        # an AF_INET server: typeshed's address type also covers AF_UNIX paths and bytes hosts
+        host, port = cast("tuple[str, int]", self._server.server_address[:2])
         return f"http://{host}:{port}"
 
     def start(self) -> FakeLLM:

@@ -160,8 +160,8 @@ def line_chart(
                 i = run[0]
                 parts.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(s.values[i]):.1f}" r="2.5" fill="{s.color}"/>')  # type: ignore[arg-type]
                 continue
-            points = " ".join(f"{x_of(i):.1f},{y_of(s.values[i]):.1f}" for i in run)  # type: ignore[arg-type]
-            parts.append(f'<polyline points="{points}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
+            line = " ".join(f"{x_of(i):.1f},{y_of(s.values[i]):.1f}" for i in run)  # type: ignore[arg-type]
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
     span, step_s = xs[-1] - xs[0], _step(xs)
     for i, x0 in enumerate(xs):
         tip = f"{_time_label(x0, max(span, 1), step_s)} UTC — " + ", ".join(
@@ -200,7 +200,7 @@ def stacked_bars(
     _y_axis(parts, top, plot_h, y_max, unit, width)
     span, step_s = max(xs[-1] - xs[0], 1), _step(xs)
     for i, x0 in enumerate(xs):
-        base = top + plot_h
+        base: float = top + plot_h
         x = _LEFT + i * slot + (slot - bar) / 2
         for s in series:
             value = s.values[i] or 0.0

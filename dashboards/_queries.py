@@ -75,13 +75,13 @@ def latency(store: Store, project: str, view: View) -> dict[str, Any]:
     for route in sorted({c["route"] for c in cells}):
         mine = [c for c in cells if c["route"] == route]
         llm = [c for c in mine if c["operation"] in LLM_OPERATIONS]
-        steps = {
+        route_steps = {
             op: _combine([c for c in mine if c["operation"] == op], SUMS, ("duration_s",))
             for op in sorted({c["operation"] for c in mine})
         }
         if not llm:
             continue
-        row = {"route": route, **_combine(llm, SUMS, ("duration_s", "ttft_s", "queue_wait_s")), "steps": steps}
+        row = {"route": route, **_combine(llm, SUMS, ("duration_s", "ttft_s", "queue_wait_s")), "steps": route_steps}
         row["error_rate"] = _rate(row["errors"], row["requests"])
         routes.append(row)
     routes.sort(key=lambda r: (-(r["duration_s"]["p95"] or 0.0), r["route"]))
@@ -164,8 +164,8 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
     buckets: dict[int, dict[str, float]] = {}
     for row in aggregate(store, project, view, ("bucket", by), ("cost_usd",)):
         name = row[by] if row[by] in top else "(other)"
-        per = buckets.setdefault(row["bucket"], {})
-        per[name] = per.get(name, 0.0) + row["cost_usd"]
+        in_bucket = buckets.setdefault(row["bucket"], {})
+        in_bucket[name] = in_bucket.get(name, 0.0) + row["cost_usd"]
     names = top + (["(other)"] if any("(other)" in b for b in buckets.values()) else [])
     series = [{"bucket": b, "cost_usd": {n: buckets[b].get(n, 0.0) for n in names}} for b in sorted(buckets)]
     return {

@@ -382,9 +382,11 @@ def _excess_cost_usd(call: LLMCall, median_tokens: float, price: Pricer | None) 
     actual = usual = None
     if price is not None:
         try:
-            kwargs = {"output_tokens": call.output_tokens, "provider": call.provider or None}
-            actual = price(call.model, input_tokens=call.input_tokens, **kwargs)
-            usual = price(call.model, input_tokens=round(median_tokens), **kwargs)
+            provider = call.provider or None
+            actual = price(call.model, input_tokens=call.input_tokens, output_tokens=call.output_tokens,
+                           provider=provider)
+            usual = price(call.model, input_tokens=round(median_tokens), output_tokens=call.output_tokens,
+                          provider=provider)
         except Exception:  # noqa: BLE001 - pricing is best effort; the finding stands without it
             actual = usual = None
     if actual is not None and usual is not None:

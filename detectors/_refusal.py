@@ -138,7 +138,9 @@ def _refusal_phrase(text: str) -> str | None:
     head = text[: _HEAD_CHARS + 200].lstrip()
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(head, 0, _HEAD_CHARS)]
     for start in starts[:_MAX_SENTENCES]:
-        start = _LEADING_NOISE.match(head, start).end()
+        noise = _LEADING_NOISE.match(head, start)
+        assert noise is not None  # the pattern matches the empty string, so it matches everywhere
+        start = noise.end()
         match = _PHRASE.match(head, start)
         if match is not None:
             sentence_end = _SENTENCE_END.search(head, match.end())

@@ -304,7 +304,7 @@ class TextDriftDetector:
         order = np.argsort(-coef, kind="stable")
 
         def pick(indices: Iterable[int], more_now: bool) -> tuple[TermShift, ...]:
-            out = []
+            out: list[TermShift] = []
             for i in indices:
                 if len(out) == self.n_terms or (coef[i] <= 0 if more_now else coef[i] >= 0):
                     break

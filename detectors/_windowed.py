@@ -265,7 +265,8 @@ class WindowedRunner:
 
     def _loop_findings(self, project: str, start: int, end: int, notes: list[str]) -> list[SpanFinding]:
         window = _td_ns(self.loops.window)
-        params = {"project": project, "start": start - 2 * window, "end": end,
+        lookback_start = start - 2 * window
+        params = {"project": project, "start": lookback_start, "end": end,
                   "trace_min": self.loops.trace_min_calls, "tenant_min": self.loops.tenant_min_calls}
         candidates = self.store.query(
             f"SELECT {_CALL_COLUMNS} FROM llm_spans WHERE {_SPANS}"
@@ -280,7 +281,7 @@ class WindowedRunner:
         )
         if not candidates:
             return []
-        prompts = self._prompts(project, params["start"], end, [r["span_id"] for r in candidates])
+        prompts = self._prompts(project, lookback_start, end, [r["span_id"] for r in candidates])
         calls = [_call(r, prompts.get((r["trace_id"], r["span_id"]), "")) for r in candidates]
         found = _guard(self.loops.name, notes, self.loops.detect, calls) or []
         return [f for f in found if start <= f.known_at_ns < end]

@@ -278,7 +278,9 @@ class JudgeClient:
             return response.text
 
     def _verdict(self, body: Any, attempts: int, latency_s: float) -> Verdict:
-        usage = body.get("usage") if isinstance(body, dict) and isinstance(body.get("usage"), dict) else {}
+        usage = body.get("usage") if isinstance(body, dict) else None
+        if not isinstance(usage, dict):
+            usage = {}
         input_tokens = _count(usage.get("prompt_tokens"))
         output_tokens = _count(usage.get("completion_tokens"))
         cost = self._price(input_tokens, output_tokens)

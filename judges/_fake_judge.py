@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 _ANSWER = re.compile(r"<answer>\n?(.*?)\n?</answer>", re.DOTALL)
 _QUALITY = re.compile(r"\[\[quality=([0-9]+)\]\]")
@@ -46,7 +46,8 @@ class FakeJudge:
     @property
     def url(self) -> str:
         assert self._server is not None, "call start() first"
-        host, port = self._server.server_address[:2]
+        # an AF_INET server: typeshed's address type also covers AF_UNIX paths and bytes hosts
+        host, port = cast("tuple[str, int]", self._server.server_address[:2])
         return f"http://{host}:{port}/v1"
 
     @property

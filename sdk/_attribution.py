@@ -59,7 +59,11 @@ def current() -> Attribution:
         return _EMPTY
     fields = {name: str(entries[key]) for key, name in _BAGGAGE_KEYS.items() if key in entries}
     tags = {k[len(_TAG_PREFIX):]: str(v) for k, v in entries.items() if k.startswith(_TAG_PREFIX)}
-    return Attribution(**fields, tags=tags) if fields or tags else _EMPTY
+    if not (fields or tags):
+        return _EMPTY
+    return Attribution(
+        tenant_id=fields.get("tenant_id"), user_id=fields.get("user_id"), route=fields.get("route"), tags=tags
+    )
 
 
 def queue_wait_s() -> float | None:

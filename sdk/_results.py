@@ -76,7 +76,7 @@ def _set_output_type(call: Call, out: dict[str, Any]) -> None:
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if call.spec.expect_json or kind in ("json_object", "json_schema"):
         out[_attrs.OUTPUT_TYPE] = "json"
-    if kind == "json_schema":
+    if kind == "json_schema" and isinstance(fmt, dict):  # kind is set only for a dict fmt
         schema = (fmt.get("json_schema") or {}).get("schema")
         if isinstance(schema, dict):
             try:

@@ -45,6 +45,10 @@ class Options:
 
 class _State:
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the state before ``init``, the lock included."""
         self.options = Options()
         self.lock = threading.Lock()
         self.initialised = False
@@ -253,7 +257,7 @@ def shutdown(timeout_s: float = 5.0) -> None:
             targets.append(_state.processor.shutdown)
         if _state.owns_meter_provider and _state.meter_provider is not None:
             targets.append(_state.meter_provider.shutdown)
-        _state.__init__()
+        _state.reset()
     if not targets:
         return
 

@@ -94,7 +94,7 @@ class WebhookNotifier:
         self.external_url = external_url.rstrip("/")
 
     def send(self, events: Sequence[Event], *, paging: bool = True) -> None:
-        alerts = [
+        alerts: list[dict[str, Any]] = [
             {
                 "status": "resolved" if e.kind == RESOLVED else "firing",
                 "labels": _labels(e, paging),

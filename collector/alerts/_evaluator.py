@@ -277,7 +277,8 @@ class Evaluator:
         self.store.insert("queue_depth", encode_rows([row]))
 
     def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
-        delivered, errors = [], []
+        delivered: list[str] = []
+        errors: list[str] = []
         if not events:
             return delivered, errors
         for notifier in self.notifiers:

@@ -38,6 +38,7 @@ async def receive_traces(request: Request) -> Response:
     spool: Spool = request.app.state.spool
     counters: Counters = request.app.state.counters
     content_type = request.headers.get("content-type")
+    bad_media: BadRequest | None
     try:
         media = _otlp.media_type(content_type)
     except BadRequest as exc:

@@ -12,6 +12,7 @@ plain hash cannot be reversed by guessing, so no salt or slow KDF is needed. The
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
 import re
@@ -163,7 +164,8 @@ class ProjectKeys:
         )
         return bytes.fromhex(self._execute("SELECT value FROM meta WHERE key = 'session_secret'")[0][0])
 
-    def _execute(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+    # builtins.list: in the class body, plain `list` is the method above
+    def _execute(self, sql: str, params: tuple[object, ...] = ()) -> builtins.list[tuple]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
