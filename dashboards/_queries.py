@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from infersight.collector.store import LLM, Store, operations_of
+from infersight.collector.store import LLM, Store, clickhouse_time, operations_of
 
 from ._filters import NS, View, array_param, where
 from ._rollup import aggregate, merge, percentiles
@@ -245,7 +245,7 @@ def alerts(store: Store, project: str, view: View) -> dict[str, Any]:
     from infersight.collector.alerts import history
 
     result = history(store, project, datetime.fromtimestamp(view.start_ns / NS, tz=timezone.utc))
-    end = datetime.fromtimestamp(view.end_ns / NS, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    end = clickhouse_time(datetime.fromtimestamp(view.end_ns / NS, tz=timezone.utc))
 
     def fits(row: dict[str, Any]) -> bool:
         labels = row.get("labels") or {}

@@ -38,6 +38,7 @@ from ._fitted import (
     check_positive_int,
     check_probability,
     is_number,
+    quantile,
 )
 
 _SPACE = re.compile(r"\s+")
@@ -311,15 +312,15 @@ class ContextStuffingDetector:
             self.median_ = self.log_mad_ = self.quantile_value_ = math.nan
             self.threshold_ = math.inf
             return self
-        median = _quantile(values, 0.5)
+        median = quantile(values, 0.5)
         # Token counts are multiplicative (a prompt is 2x longer, not 300 tokens longer), so the
         # MAD rule works on log1p(tokens): k MADs there is a factor, whatever the route's size.
         logs = [math.log1p(v) for v in values]
-        log_median = _quantile(logs, 0.5)
-        log_mad = _quantile(sorted(abs(v - log_median) for v in logs), 0.5)
+        log_median = quantile(logs, 0.5)
+        log_mad = quantile(sorted(abs(v - log_median) for v in logs), 0.5)
         self.median_ = median
         self.log_mad_ = log_mad
-        self.quantile_value_ = _quantile(values, self.quantile)
+        self.quantile_value_ = quantile(values, self.quantile)
         self.threshold_ = math.inf if len(values) < self.min_samples else max(
             math.expm1(log_median + self.k * 1.4826 * log_mad),
             self.quantile_value_,
@@ -353,14 +354,6 @@ class ContextStuffingDetector:
                                   1.0 - self.threshold_ / call.input_tokens, evidence)
             out.append(SpanFinding(call, detection, call.ts_ns, excess_cost))
         return out
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), in pure Python."""
-    position = (len(sorted_values) - 1) * q
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
 class Pricer(Protocol):

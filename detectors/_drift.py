@@ -40,6 +40,7 @@ from ._fitted import (
     check_non_negative,
     check_positive_int,
     check_probability,
+    quantile,
 )
 
 FEATURES = ("input_tokens", "output_tokens", "duration_s", "ttft_s", "cost_usd")
@@ -295,8 +296,8 @@ class NumericDriftDetector:
         ref = self.reference_values_[feature]
         raw_ref = self.raw_reference_[feature]
         raw_cur = np.sort(raw_current[np.isfinite(raw_current)])
-        med = (_quantile(raw_ref, 0.5), _quantile(raw_cur, 0.5))
-        p90 = (_quantile(raw_ref, 0.9), _quantile(raw_cur, 0.9))
+        med = (quantile(raw_ref, 0.5), quantile(raw_cur, 0.5))
+        p90 = (quantile(raw_ref, 0.9), quantile(raw_cur, 0.9))
         if len(cur) < self.min_samples or len(ref) < self.min_samples:
             return FeatureShift(feature, len(ref), len(cur), *med, *p90, math.nan, math.nan,
                                 math.nan, math.nan, None, "")
@@ -350,10 +351,6 @@ def _scale(values: np.ndarray) -> float:
         return float(q3 - q1)
     sd = float(np.std(values))
     return sd if sd > 0 else 1.0
-
-
-def _quantile(sorted_values: np.ndarray, q: float) -> float:
-    return float(np.quantile(sorted_values, q)) if len(sorted_values) else math.nan
 
 
 def _null_scaled_distances(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Protocol
 
 from ._base import check_param, positive_int
 
@@ -50,3 +51,21 @@ def check_non_negative(owner: str, name: str, value: object) -> None:
 def check_duration(owner: str, name: str, value: object) -> None:
     ok = isinstance(value, timedelta) and value > timedelta(0)
     check_param(owner, name, value, ok, "a positive duration (datetime.timedelta)")
+
+
+class _Sorted(Protocol):
+    """Ascending numbers readable by position: a list, a tuple or a numpy array."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> float: ...
+
+
+def quantile(sorted_values: _Sorted, q: float) -> float:
+    """The ``q`` quantile of ascending ``sorted_values`` by linear interpolation between the
+    closest ranks (numpy's default method); NaN when empty. Two reads, whatever the size."""
+    if len(sorted_values) == 0:
+        return math.nan
+    position = (len(sorted_values) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low))

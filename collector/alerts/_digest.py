@@ -102,12 +102,6 @@ def _totals(store: Store, project: str, day: date) -> dict[str, Any]:
     return figures
 
 
-def _table_exists(store: Store, table: str) -> bool:
-    return bool(store.query("SELECT 1 AS ok FROM system.tables"
-                            " WHERE database = currentDatabase() AND name = {t:String}",
-                            {"t": table}))
-
-
 def build_digest(store: Store, project: str, day: date) -> Digest:
     """The digest of ``day`` (UTC) for ``project``."""
     start, end = _window(day)
@@ -140,22 +134,21 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
         " ORDER BY ts DESC LIMIT 10",
         params,
     )
-    if _table_exists(store, "judge_scores"):
-        week_start, _ = _window(day - timedelta(days=7))
-        digest.judge_moves = [
-            {**r, "change": (r["mean_now"] - r["mean_before"]) if r["n_before"] and r["n_now"] else None}
-            for r in store.query(
-                "SELECT route, judge_model, rubric_id, rubric_version,"
-                " countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS n_now,"
-                " avgIf(score, ts >= fromUnixTimestamp64Nano({start:Int64})) AS mean_now,"
-                " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS n_before,"
-                " avgIf(score, ts < fromUnixTimestamp64Nano({start:Int64})) AS mean_before"
-                " FROM judge_scores WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({week:Int64})"
-                " AND ts < fromUnixTimestamp64Nano({end:Int64})"
-                " GROUP BY route, judge_model, rubric_id, rubric_version HAVING n_now > 0 ORDER BY route, rubric_id",
-                {**params, "week": week_start},
-            )
-        ]
+    week_start, _ = _window(day - timedelta(days=7))
+    digest.judge_moves = [
+        {**r, "change": (r["mean_now"] - r["mean_before"]) if r["n_before"] and r["n_now"] else None}
+        for r in store.query(
+            "SELECT route, judge_model, rubric_id, rubric_version,"
+            " countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS n_now,"
+            " avgIf(score, ts >= fromUnixTimestamp64Nano({start:Int64})) AS mean_now,"
+            " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS n_before,"
+            " avgIf(score, ts < fromUnixTimestamp64Nano({start:Int64})) AS mean_before"
+            " FROM judge_scores WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({week:Int64})"
+            " AND ts < fromUnixTimestamp64Nano({end:Int64})"
+            " GROUP BY route, judge_model, rubric_id, rubric_version HAVING n_now > 0 ORDER BY route, rubric_id",
+            {**params, "week": week_start},
+        )
+    ]
     return digest
 
 

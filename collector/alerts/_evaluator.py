@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from ..store import Store, encode_rows
+from ..store import clickhouse_time as _ts
 from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._digest import DIGEST, build_digest, projects_active
@@ -41,10 +42,6 @@ class Evaluation:
     active: list[Alert]
     events: list[Event]
     delivery_errors: list[str]
-
-
-def _ts(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _parse_ts(value: str) -> datetime:

@@ -19,7 +19,7 @@ from ._kinds import KINDS, LLM, kind_of, operations_of
 from ._metrics import call_figures
 from ._queries import dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
-from ._time import day_or_yesterday, since_to_unix_ns
+from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
 
 __all__ = [
     "ChdbStore",
@@ -30,6 +30,7 @@ __all__ = [
     "Store",
     "StoreError",
     "call_figures",
+    "clickhouse_time",
     "cluster_statements",
     "day_or_yesterday",
     "dead_letters",

@@ -40,3 +40,8 @@ def day_or_yesterday(value: str | None) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise BadRequest(f"'date' must be YYYY-MM-DD; got {value!r}") from None
+
+
+def clickhouse_time(moment: datetime) -> str:
+    """``moment`` as ClickHouse reads a DateTime64(3) parameter or column value: UTC, milliseconds."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
