@@ -434,7 +434,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                     batch_rows = spool.next_batch(max_rows=batch, max_bytes=1 << 34)
                     assert batch_rows is not None
                     t3 = time.perf_counter()
-                    store.insert("otel_traces", batch_rows.rows)
+                    store.insert("otel_traces", batch_rows.rows, dedup_token=batch_rows.dedup_token)  # as the writer
                     t4 = time.perf_counter()
                     spool.done(batch_rows)
                     for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3), strict=True):
