@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import time
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -155,12 +154,3 @@ def finite(value: Any) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
-
-
-def array_param(values: Iterable[str]) -> str:
-    """``values`` as the text of an ``Array(String)`` query parameter (the store binds text).
-
-    ClickHouse parses it as a value, never as SQL; quotes and backslashes are escaped.
-    """
-    escaped = (v.replace("\\", "\\\\").replace("'", "\\'") for v in values)
-    return "[" + ",".join(f"'{v}'" for v in escaped) + "]"

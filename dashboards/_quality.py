@@ -8,7 +8,7 @@ from typing import Any
 from infersight.collector.errors import StoreError
 from infersight.collector.store import Store
 
-from ._filters import NS, View, array_param, finite, where
+from ._filters import NS, View, finite, where
 from ._queries import COST_DETECTORS, LLM_OPERATIONS, detections_of, window
 from ._rollup import aggregate
 
@@ -32,7 +32,7 @@ def quality(store: Store, project: str, view: View) -> dict[str, Any]:
 
     params: dict[str, Any] = {
         "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "bucket_s": view.bucket_s,
-        "other": array_param(_NOT_SOFT_FAILURES),
+        "other": list(_NOT_SOFT_FAILURES),
     }
     scope = (
         " WHERE project = {project:String}"

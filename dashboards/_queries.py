@@ -11,7 +11,7 @@ from typing import Any
 
 from infersight.collector.store import LLM, Store, clickhouse_time, operations_of
 
-from ._filters import NS, View, array_param, where
+from ._filters import NS, View, where
 from ._rollup import aggregate, merge, percentiles
 
 # The rollups are keyed by operation: model calls are the operations of kind 'llm' (the span
@@ -210,7 +210,7 @@ def detections_of(
     """Detections by any of ``detectors`` (by detector name or label prefix), newest first."""
     params: dict[str, Any] = {
         "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit,
-        "detectors": array_param(detectors),
+        "detectors": list(detectors),
     }
     return store.query(
         "SELECT toUnixTimestamp64Milli(ts) AS at_ms, trace_id, span_id, service, tenant, route, model, detector,"

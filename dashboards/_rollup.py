@@ -17,7 +17,7 @@ from typing import Any
 
 from infersight.collector.store import Store
 
-from ._filters import NS, View, array_param, where
+from ._filters import NS, View, where
 
 LEVELS = (0.5, 0.95, 0.99, 0.999)
 PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
@@ -144,7 +144,7 @@ def aggregate(
     for i, (column, value) in enumerate(sorted((match or {}).items())):
         if column not in KEYS[1:]:
             raise ValueError(f"The 'match' parameter of aggregate must name key columns; got {column!r}.")
-        params[f"m{i}"] = value if isinstance(value, str) else array_param(value)
+        params[f"m{i}"] = value if isinstance(value, str) else list(value)
         kind = "= {m%d:String}" if isinstance(value, str) else "IN {m%d:Array(String)}"
         conditions += f" AND {column} " + kind % i
 

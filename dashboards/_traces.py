@@ -11,7 +11,7 @@ from typing import Any
 from infersight.collector.errors import BadRequest, StoreError
 from infersight.collector.store import Store
 
-from ._filters import FILTER_MAX_CHARS, NS, View, array_param, check_value, finite, where
+from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
 from ._queries import window
 
 STATUSES = ("ok", "error")
@@ -83,7 +83,7 @@ def search(
 def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> list[dict[str, Any]]:
     """One line per trace (in the order given): what its GenAI spans add up to."""
     params: dict[str, Any] = {
-        "project": project, "ids": array_param(trace_ids),
+        "project": project, "ids": list(trace_ids),
         "start_ns": view.start_ns - _CONTEXT_NS, "end_ns": view.end_ns + _CONTEXT_NS,
     }
     in_range = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"

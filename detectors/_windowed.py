@@ -56,9 +56,7 @@ _BLOCK_S = 600  # text samples come from ten-minute blocks
 _MAX_RANGES = 48  # beyond this many blocks, read the whole period instead
 _ID_BATCH = 5000
 _COLUMN = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")  # drift features are read as llm_spans columns
-# Operations that produce no prompt/answer pair (the judge sampler skips the same ones). A
-# constant of the query, not a value: chDB does not quote the elements of an Array(String)
-# parameter, so string lists cannot be bound portably.
+# Model calls only (kind 'llm', the span contract): other spans have no prompt/answer pair.
 _SPANS = (
     "project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64})"
     " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND status = 'ok'"

@@ -22,7 +22,7 @@ from infersight.collector.store import Store, encode_rows
 
 from ._content import input_key, messages_from_json, messages_to_json
 from ._errors import PanelError
-from ._records import array_param, ts_text
+from ._records import ts_text
 from ._sampler import load_content
 from ._types import JUDGE_ROUTE, Message, SampledSpan
 
@@ -99,7 +99,7 @@ def route_spans(store: Store, project: str, route: str, since_ns: int,
         raise PanelError(f"the route {JUDGE_ROUTE!r} holds the judge's own calls; pick an application route")
     rows = store.query(_ROUTE_SPANS_SQL, {
         "project": project, "route": route, "since_ns": since_ns,
-        "versions": array_param(versions), "limit": MAX_SCANNED_SPANS,
+        "versions": list(versions), "limit": MAX_SCANNED_SPANS,
     })
     spans = [
         SampledSpan(project=project, ts_ns=int(r["ts_ns"]), trace_id=r["trace_id"], span_id=r["span_id"],

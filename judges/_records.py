@@ -26,16 +26,6 @@ def ts_text(unix_ns: int) -> str:
     return f"{unix_ns // 1_000_000_000:010d}.{unix_ns % 1_000_000_000:09d}"
 
 
-def array_param(values: Iterable[str]) -> str:
-    """``values`` as an ``Array(String)`` query-parameter value (the store's driver takes text).
-
-    The value is parsed by ClickHouse's value parser, never as SQL, and every quote and
-    backslash is escaped, so it cannot change the query.
-    """
-    escaped = (v.replace("\\", "\\\\").replace("'", "\\'") for v in values)
-    return "[" + ",".join(f"'{v}'" for v in escaped) + "]"
-
-
 def chunks(values: Sequence[T], size: int = _CHUNK) -> Iterable[Sequence[T]]:
     for start in range(0, len(values), size):
         yield values[start:start + size]
@@ -109,7 +99,7 @@ def answered_span_ids(store: Store, project: str, span_ids: Sequence[str], judge
             " AND rubric_id = {rubric:String} AND rubric_version = {version:UInt32}"
             " AND outcome IN ('ok', 'invalid_verdict') AND has({ids:Array(String)}, span_id)",
             {"project": project, "model": judge_model, "rubric": rubric.id, "version": rubric.version,
-             "ids": array_param(part)},
+             "ids": list(part)},
         )
         out.update(r["span_id"] for r in rows)
     return out
@@ -127,7 +117,7 @@ def existing_scores(store: Store, project: str, span_ids: Sequence[str], judge_m
             " AND rubric_id = {rubric:String} AND rubric_version = {version:UInt32}"
             " AND has({ids:Array(String)}, span_id) GROUP BY span_id",
             {"project": project, "model": judge_model, "rubric": rubric.id, "version": rubric.version,
-             "ids": array_param(part)},
+             "ids": list(part)},
         )
         out.update({r["span_id"]: r for r in rows})
     return out

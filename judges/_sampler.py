@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from infersight.collector.store import Store
 
 from ._content import answer_text, parse_messages
-from ._records import array_param, chunks
+from ._records import chunks
 from ._types import JUDGE_ROUTE, SampledSpan
 
 FlaggedSpans = Callable[[str, int, int], Iterable[str]]
@@ -151,7 +151,7 @@ class Sampler:
         rows = self.store.query(sql, {
             "project": project, "since_ns": since_ns, "until_ns": until_ns, "judge_route": JUDGE_ROUTE,
             "rate": float(self.policy.rate), "min_per_stratum": float(self.policy.min_per_stratum),
-            "flagged_rate": float(self.policy.flagged_rate), "flagged": array_param(flagged_ids),
+            "flagged_rate": float(self.policy.flagged_rate), "flagged": list(flagged_ids),
         })
         return [
             SampledSpan(
@@ -184,8 +184,8 @@ def load_content(store: Store, spans: Sequence[SampledSpan]) -> list[SampledSpan
                 "project": project,
                 "since_ns": min(s.ts_ns for s in part),
                 "until_ns": max(s.ts_ns for s in part),
-                "trace_ids": array_param(sorted({s.trace_id for s in part})),
-                "span_ids": array_param([s.span_id for s in part]),
+                "trace_ids": sorted({s.trace_id for s in part}),
+                "span_ids": [s.span_id for s in part],
             })
             found.update({r["span_id"]: r for r in rows})
     out = []

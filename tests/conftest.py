@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -12,6 +14,8 @@ import pytest
 from infersight.collector import ChdbStore, StoreError
 from infersight.collector._server import CollectorProcess
 from infersight.collector.web import ProjectKeys
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -127,3 +131,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import logging
 
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL + 1)
+
+
+@pytest.fixture(scope="session")
+def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) for the server backend."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
+         str(tmp_path_factory.mktemp("ch-server")), "--port", str(port)], cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    assert wait_for(lambda: _ping(url), timeout_s=30), "the ClickHouse HTTP endpoint did not start"
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+def _ping(url: str) -> bool:
+    try:
+        return httpx.get(url + "/ping").status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -76,7 +76,11 @@ class Store(Protocol):
         ...
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a SELECT with ``{name:Type}`` placeholders bound from ``params``; rows as dicts."""
+        """Run a SELECT with ``{name:Type}`` placeholders bound from ``params``; rows as dicts.
+
+        Values are Python values: a ``str`` for ``String``, a list (or tuple) of them for
+        ``Array(String)``; each backend binds them as its transport needs.
+        """
         ...
 
     def close(self) -> None: ...

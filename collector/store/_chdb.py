@@ -91,7 +91,7 @@ class ChdbStore:
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         text = {name for name, kind in _PLACEHOLDER.findall(sql) if _SCALAR_STRING.match(kind)}
-        bound = {k: _escaped(v) if k in text and isinstance(v, str) else v for k, v in (params or {}).items()}
+        bound = {k: _bound(v, k in text) for k, v in (params or {}).items()}
         with self._lock:
             try:
                 result = self._session.query(sql, "JSONEachRow", params=bound)
@@ -108,6 +108,20 @@ class ChdbStore:
 
 _PLACEHOLDER = re.compile(r"\{(\w+):\s*([^}]+)\}")
 _SCALAR_STRING = re.compile(r"^(Nullable\()?(LowCardinality\()?String\)*$")
+
+
+def _bound(value: Any, is_text: bool) -> Any:
+    if isinstance(value, (list, tuple)):
+        # chDB binds the text of a value; an array's text is its literal, strings quoted and
+        # escaped, so ClickHouse's value parser (never the SQL parser) reads it.
+        return "[" + ",".join(_element(v) for v in value) + "]"
+    return _escaped(value) if is_text and isinstance(value, str) else value
+
+
+def _element(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return repr(value)
 
 
 def _escaped(value: str) -> str:

@@ -81,7 +81,9 @@ class ClickHouseStore:
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         try:
-            data = self._client.raw_query(sql, parameters=dict(params or {}), fmt="JSONEachRow")
+            # clickhouse-connect formats a list as an array literal (a tuple would be a tuple).
+            bound = {k: list(v) if isinstance(v, tuple) else v for k, v in (params or {}).items()}
+            data = self._client.raw_query(sql, parameters=bound, fmt="JSONEachRow")
         except Exception as exc:
             raise StoreError(f"query failed: {exc}") from exc
         return [json.loads(line) for line in data.splitlines() if line]

@@ -6,12 +6,9 @@ chDB (the real engine and formats; only the HTTP framing is the test's own)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,30 +19,9 @@ from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import ClickHouseStore, cluster_statements
 from tests.collector.otlp_bodies import genai_spans_json
-from tests.conftest import free_port, wait_for, wait_for_spans
+from tests.conftest import free_port, wait_for_spans
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def clickhouse_http(tmp_path_factory):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
-         str(tmp_path_factory.mktemp("ch-server")), "--port", str(port)], cwd=ROOT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    assert wait_for(lambda: _ping(url), timeout_s=30), "the ClickHouse HTTP endpoint did not start"
-    yield url
-    process.terminate()
-    process.wait(10)
-
-
-def _ping(url: str) -> bool:
-    try:
-        return httpx.get(url + "/ping").status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.fixture(params=["chdb", "clickhouse"])
@@ -109,6 +85,18 @@ def test_rows_the_store_refuses_raise_a_permanent_error_and_nothing_lands(backen
         backend.insert("otel_traces", b'{"Timestamp": "yesterday"}\n', dedup_token=token and uuid.uuid4().hex)
     assert unparsable.value.transient is False
     assert backend.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}", {"p": project}) == [{"n": 0}]
+
+
+def test_array_parameters_are_lists_and_reach_clickhouse_intact(backend):
+    # Lists, not pre-formatted text: clickhouse-connect formats a list itself and quoted a
+    # pre-formatted literal a second time (CANNOT_PARSE_QUOTED_STRING on every dashboard).
+    values = ["plain", "it's", "back\\slash", "a]b,c", "", "ünï©ødé", "x' OR '1'='1"]
+    for given in (values, tuple(values)):
+        (row,) = backend.query("SELECT {a:Array(String)} AS a, length({a:Array(String)}) AS n", {"a": given})
+        assert (row["a"], row["n"]) == (values, len(values))
+    assert backend.query("SELECT length({a:Array(String)}) AS n", {"a": []}) == [{"n": 0}]
+    (row,) = backend.query("SELECT {n:Array(UInt32)} AS n, {f:Array(Float64)} AS f", {"n": [1, 2], "f": [0.5]})
+    assert (row["n"], row["f"]) == ([1, 2], [0.5])
 
 
 def test_errors_are_store_errors(backend):

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, Store, create_app
+from infersight.collector.store import ClickHouseStore
 from tests.dashboards.data import Call, insert, insert_calls
 
 _projects = itertools.count(1)
@@ -36,9 +37,28 @@ class Dash:
         return Call(project=self.project, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def dash(store: Store, tmp_path: Path) -> Iterator[Dash]:
+def _dash(store: Store, tmp_path: Path) -> Iterator[Dash]:
     project = f"dash-{next(_projects)}-{time.time_ns() % 10**9}"
     settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
     with TestClient(create_app(settings, store=store)) as client:
         yield Dash(client, store, project)
+
+
+@pytest.fixture
+def dash(store: Store, tmp_path: Path) -> Iterator[Dash]:
+    """The app on the session's embedded store."""
+    yield from _dash(store, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def server_store(clickhouse_http: str) -> Iterator[Store]:
+    store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/dashboards")
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["chdb", "clickhouse"])
+def any_dash(request: pytest.FixtureRequest, store: Store, tmp_path: Path) -> Iterator[Dash]:
+    """The app on each backend: the embedded store, and a ClickHouse server through clickhouse-connect."""
+    backend = store if request.param == "chdb" else request.getfixturevalue("server_store")
+    yield from _dash(backend, tmp_path)

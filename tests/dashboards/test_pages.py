@@ -21,7 +21,8 @@ def value(page: str, element_id: str) -> str:
 
 
 @pytest.fixture
-def filled(dash):
+def filled(any_dash):
+    dash = any_dash
     calls = demo_calls(dash.project, time.time_ns(), count=120)
     dash.add_calls(calls)
     for table, rows in demo_extras(calls).items():
@@ -30,8 +31,8 @@ def filled(dash):
 
 
 @pytest.mark.parametrize("path", ("/", *PAGES))
-def test_pages_render_without_data(dash, path):
-    page = dash.client.get(path)
+def test_pages_render_without_data(any_dash, path):
+    page = any_dash.client.get(path)
     assert page.status_code == 200
     assert "content-security-policy" in page.headers and "script-src" not in page.headers["content-security-policy"]
     for href in ("/latency", "/cost", "/quality", "/alerts", "/traces"):
