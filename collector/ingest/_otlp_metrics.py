@@ -12,6 +12,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
+from .._settings import IngestWindow
 from ..errors import BadRequest
 from ._otlp import PROTOBUF
 
@@ -35,8 +36,20 @@ def parse_metrics(body: bytes, media: str) -> ExportMetricsServiceRequest:
     return request
 
 
-def queue_rows(request: ExportMetricsServiceRequest, project: str) -> list[dict[str, Any]]:
-    """One ``queue_depth`` row per (service, queue, timestamp), depth and oldest age merged."""
+def queue_rows(
+    request: ExportMetricsServiceRequest,
+    project: str,
+    rejected: list[str] | None = None,
+    *,
+    window: IngestWindow | None = None,
+) -> list[dict[str, Any]]:
+    """One ``queue_depth`` row per (service, queue, timestamp), depth and oldest age merged.
+
+    Points with no time, or a time outside ``window``, are left out (and why is appended to
+    ``rejected``): stored, they would fail the insert and the exporter would resend them forever.
+    """
+    window = window or IngestWindow()
+    earliest, latest = window.bounds_ns()
     merged: dict[tuple[str, str, int], dict[str, Any]] = {}
     for resource_metrics in request.resource_metrics:
         service = next(
@@ -48,11 +61,18 @@ def queue_rows(request: ExportMetricsServiceRequest, project: str) -> list[dict[
                     continue
                 for point in metric.gauge.data_points:
                     queue = next((kv.value.string_value for kv in point.attributes if kv.key == QUEUE_NAME), "")
+                    if not earliest <= point.time_unix_nano <= latest:
+                        if rejected is not None:
+                            rejected.append(
+                                f"{metric.name} point of queue {queue!r}: time {point.time_unix_nano} is unset or "
+                                f"outside the ingest window ({window.days_back} days back, {window.days_ahead} ahead)"
+                            )
+                        continue
                     value = point.as_double if point.WhichOneof("value") == "as_double" else float(point.as_int)
                     key = (service, queue, point.time_unix_nano)
                     row = merged.setdefault(key, {
                         "project": project, "service": service, "queue": queue,
-                        "ts": f"{point.time_unix_nano // 10**9}.{point.time_unix_nano % 10**9 // 10**6:03d}",
+                        "ts": f"{point.time_unix_nano // 10**9:010d}.{point.time_unix_nano % 10**9 // 10**6:03d}",
                         "depth": 0.0, "oldest_age_s": None,
                     })
                     row["depth" if metric.name == QUEUE_DEPTH else "oldest_age_s"] = value

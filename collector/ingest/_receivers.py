@@ -7,6 +7,8 @@ writer stores the rows afterwards.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
@@ -17,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .._counters import Counters
 from .._settings import Settings
-from ..errors import BadRequest, SpoolError, StoreError, WorkerLost
+from ..errors import BadRequest, PayloadTooLarge, SpoolError, StoreError, WorkerLost
 from ..spool import Spool, SpoolWriter
 from ..store import Store, encode_rows
 from ..web import key_project
@@ -50,7 +52,7 @@ async def receive_traces(request: Request) -> Response:
         project = key_project(request)  # before the body is read: an unauthenticated caller costs no decoding
         if bad_media is not None:
             raise bad_media
-        body = await request.body()
+        body = await read_body(request, decoder.limit_bytes)
         decoded = await decoder.decode(project, body, request.headers.get("content-encoding"), media)
         spans, rejected = decoded.spans, decoded.rejected
         if decoded.entry is not None:
@@ -86,8 +88,11 @@ async def receive_metrics(request: Request) -> Response:
         return _error(exc, _otlp.JSON)
     try:
         project = key_project(request)
-        body = _otlp.decompress(await request.body(), request.headers.get("content-encoding"), settings.max_body_bytes)
-        rows = _otlp_metrics.queue_rows(_otlp_metrics.parse_metrics(body, media), project)
+        body = await read_body(request, settings.max_body_bytes)
+        # Off the event loop: a large metrics body decodes for seconds, and /healthz waits meanwhile.
+        rejected: list[str] = []
+        rows = await run_in_threadpool(_metric_rows, body, request.headers.get("content-encoding"), media,
+                                       settings, project, rejected)
     except BadRequest as exc:
         counters.add(f"rejected:{exc.status_code}")
         return _error(exc, media)
@@ -96,8 +101,39 @@ async def receive_metrics(request: Request) -> Response:
         try:
             await run_in_threadpool(store.insert, "queue_depth", encode_rows(rows))
         except StoreError as exc:  # gauges are resent every interval; no spool needed
+            if not exc.transient:  # a retry would be refused the same way: the sender must know
+                return _error(BadRequest(f"the store refused these data points: {exc}"), media)
             return _unavailable(f"store unavailable: {exc}", media)
-    return _encode(ExportMetricsServiceResponse(), media, 200)
+    response = ExportMetricsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_data_points = len(rejected)
+        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+        response.partial_success.error_message = "; ".join(rejected[:3]) + more
+    return _encode(response, media, 200)
+
+
+async def read_body(request: Request, limit_bytes: int) -> bytes:
+    """The request body, refused with :class:`PayloadTooLarge` as soon as it passes ``limit_bytes``
+    (before reading the rest): a 1 GiB body costs no more memory than the limit."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit_bytes:
+        raise PayloadTooLarge(f"body is {declared} bytes; the limit is {limit_bytes}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise PayloadTooLarge(f"body is more than the limit of {limit_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _metric_rows(
+    body: bytes, encoding: str | None, media: str, settings: Settings, project: str, rejected: list[str]
+) -> list[dict[str, Any]]:
+    inflated = _otlp.decompress(body, encoding, settings.max_body_bytes)
+    request = _otlp_metrics.parse_metrics(inflated, media)
+    return _otlp_metrics.queue_rows(request, project, rejected, window=settings.ingest_window)
 
 
 def _error(exc: BadRequest, media: str) -> Response:

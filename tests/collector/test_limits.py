@@ -1,0 +1,88 @@
+"""Bounded work per request: bodies refused at the limit, metrics that can never be stored refused at once."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from infersight.collector import Settings, create_app
+from infersight.collector._server import CollectorProcess
+from tests.collector.otlp_bodies import genai_spans_json
+from tests.conftest import free_port
+
+JSON = {"content-type": "application/json"}
+LIMIT = 64 * 1024
+
+
+@pytest.fixture
+def client(store, tmp_path) -> Iterator[TestClient]:
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, decode_workers=0, max_body_bytes=LIMIT,
+                        project=f"limits-{time.time_ns()}")
+    with TestClient(create_app(settings, store=store)) as client:
+        yield client
+
+
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/metrics"])
+def test_a_body_over_the_limit_is_refused(client, path):
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the size shows only while reading
+        for _ in range(4):
+            yield b" " * LIMIT
+
+    response = client.post(path, content=chunks(), headers=JSON)
+    assert response.status_code == 413 and "limit of 65536 bytes" in response.text
+    declared = client.post(path, content=b" " * (LIMIT + 1), headers=JSON)
+    assert declared.status_code == 413 and f"body is {LIMIT + 1} bytes" in declared.text
+    assert client.post(path, content=genai_spans_json(1)[0], headers=JSON).status_code == 200
+
+
+def test_a_huge_chunked_body_is_answered_413_long_before_it_has_been_sent(tmp_path):
+    # Over a real socket: the server stops reading at the limit (1 MiB here) and answers, while
+    # the client still has most of its 256 MiB to send.
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--max-body-mib", "1")).start()
+    sent = 0
+    try:
+        with socket.create_connection(("127.0.0.1", process.port), timeout=10) as conn:
+            conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%s\r\n" % (65536, b" " * 65536)
+            conn.setblocking(False)
+            answer = b""
+            while sent < 256 << 20 and b"\r\n\r\n" not in answer:
+                try:
+                    sent += conn.send(chunk)
+                except BlockingIOError:
+                    time.sleep(0.01)
+                with contextlib.suppress(BlockingIOError):
+                    answer += conn.recv(65536)
+    finally:
+        process.stop()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert sent < 32 << 20, f"{sent} bytes went out before the answer"
+
+
+def _gauge(time_unix_nano: int, value: float = 3.0) -> bytes:
+    point = {"timeUnixNano": str(time_unix_nano), "asDouble": value,
+             "attributes": [{"key": "infersight.queue.name", "value": {"stringValue": "jobs"}}]}
+    metric = {"name": "infersight.queue.depth", "gauge": {"dataPoints": [point]}}
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "worker"}}]}
+    return json.dumps({"resourceMetrics": [{"resource": resource, "scopeMetrics": [{"metrics": [metric]}]}]}).encode()
+
+
+@pytest.mark.parametrize("bad_time", [0, 2**63 + 5, 2**64 - 1, time.time_ns() - 400 * 86_400 * 10**9])
+def test_gauge_points_that_can_never_be_stored_are_refused_not_retried_forever(client, store, bad_time):
+    # A 503 here made exporters resend the same point forever.
+    response = client.post("/v1/metrics", content=_gauge(bad_time), headers=JSON)
+    assert response.status_code == 200
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedDataPoints"] == "1" and "outside the ingest window" in partial["errorMessage"]
+    good = client.post("/v1/metrics", content=_gauge(time.time_ns(), 7.0), headers=JSON)
+    assert good.status_code == 200 and good.json() == {}
+    project = client.app.state.settings.project
+    rows = store.query("SELECT depth FROM queue_depth WHERE project = {p:String}", {"p": project})
+    assert rows == [{"depth": 7.0}]
