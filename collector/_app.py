@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from ._counters import Counters
 from ._jobs import Scheduler
 from ._settings import Settings
+from .errors import StoreError
 from .ingest import Decoder, default_workers
 from .ingest import router as ingest_router
 from .spool import Spool, SpoolWriter
@@ -18,6 +19,7 @@ from .store import Store
 from .web import Authenticator, ProjectKeys
 from .web._api import router as api_router
 from .web._metrics import router as metrics_router
+from .web._security import SecurityHeaders, store_unavailable
 
 logger = logging.getLogger("infersight.collector")
 
@@ -32,6 +34,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     previous run left in the spool. Either way the app owns the store from then on: at shutdown
     the writer stops (after a short drain) and everything is closed.
     """
+    from infersight.dashboards import SECURITY_HEADERS
     from infersight.dashboards import router as dashboards_router
 
     from ._server import open_store
@@ -92,6 +95,8 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.counters = Counters()
+    app.add_middleware(SecurityHeaders, headers=SECURITY_HEADERS)
+    app.add_exception_handler(StoreError, store_unavailable)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

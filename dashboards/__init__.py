@@ -11,13 +11,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._cli import report_cli
+from ._headers import SECURITY_HEADERS
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
+    from fastapi.responses import HTMLResponse
 
     router: APIRouter
 
-__all__ = ["report_cli", "router"]
+    def store_unavailable(message: str) -> HTMLResponse: ...
+
+__all__ = ["SECURITY_HEADERS", "report_cli", "router", "store_unavailable"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,4 +29,8 @@ def __getattr__(name: str) -> Any:
         from ._pages import router
 
         return router
+    if name == "store_unavailable":
+        from ._render import store_unavailable
+
+        return store_unavailable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

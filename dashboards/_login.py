@@ -70,7 +70,7 @@ async def login(request: Request, auth: AuthenticatorDep) -> Response:
     return response
 
 
-@router.get("/logout")
+@router.post("/logout")
 async def logout() -> Response:
     """Forget the session cookie and go back to the login form."""
     response = RedirectResponse("/login", 303)

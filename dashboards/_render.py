@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi.responses import HTMLResponse
 
+from ._headers import SECURITY_HEADERS
 from ._templates import env
 
 PAGES = (
@@ -17,13 +18,7 @@ PAGES = (
     ("traces", "Traces", "/traces"),
     ("digest", "Digest", "/digest"),
 )
-# No script may run on these pages, whatever a span's text says: styles are inline, charts are
-# inline SVG, forms only submit back here.
-CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'"
-)
-HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin"}
+HEADERS = SECURITY_HEADERS
 
 
 def html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -36,3 +31,11 @@ def html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     if context["pages"] is None:
         del context["pages"]
     return HTMLResponse(env.get_template(template).render(**context), status_code, headers=HEADERS)
+
+
+def store_unavailable(message: str) -> HTMLResponse:
+    """The page for any dashboard while the store cannot answer: 503, the reason, and a retry hint."""
+    response = html("base.html", 503, error=f"The store is unavailable, so this page cannot show data: {message}. "
+                    "Spans keep arriving in the spool; reload in a moment.", page=None, project=None)
+    response.headers["retry-after"] = "5"
+    return response

@@ -29,7 +29,7 @@ EXPECTED = {
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],
-    dashboards: ["report_cli", "router"],
+    dashboards: ["SECURITY_HEADERS", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ContextStuffingDetector", "CostLoopDetector", "Detection", "DriftReport",
         "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "NotFittedError",

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from infersight.collector import Settings, create_app
+from infersight.collector import Settings, StoreError, create_app
 from infersight.collector._server import CollectorProcess
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port
@@ -86,3 +86,42 @@ def test_gauge_points_that_can_never_be_stored_are_refused_not_retried_forever(c
     project = client.app.state.settings.project
     rows = store.query("SELECT depth FROM queue_depth WHERE project = {p:String}", {"p": project})
     assert rows == [{"depth": 7.0}]
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    ("/api/v1/summary", {"since": "1900-01-01T00:00:00"}),
+    ("/api/v1/spans", {"since": "1969-12-31"}),
+    ("/", {"range": "24h"}),
+])
+def test_ranges_before_1970_read_from_1970(client, path, params):
+    assert client.get(path, params=params).status_code == 200
+
+
+@pytest.mark.parametrize("day", ["9999-12-31", "1900-01-01"])
+def test_a_day_the_store_cannot_hold_is_a_400(client, day):
+    for path in ("/api/v1/digest", "/digest"):
+        response = client.get(path, params={"date": day})
+        assert response.status_code == 400 and "between 1970-01-01 and 2262-04-10" in response.text
+
+
+def test_every_response_carries_the_security_headers(client):
+    for path in ("/", "/digest", "/api/v1/summary", "/metrics", "/healthz"):
+        headers = client.get(path).headers
+        assert "default-src 'none'" in headers["content-security-policy"], path
+        assert headers["x-content-type-options"] == "nosniff", path
+    otlp = client.post("/v1/traces", content=genai_spans_json(1)[0], headers=JSON)
+    assert otlp.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_store_outage_is_a_503_with_retry_after_on_the_api_and_a_banner_on_pages(client, store, monkeypatch):
+    def down(*args: object, **kwargs: object) -> None:
+        raise StoreError("query failed: connection refused")
+
+    monkeypatch.setattr(store, "query", down)
+    api = client.get("/api/v1/summary")
+    assert api.status_code == 503 and api.headers["retry-after"] == "5"
+    assert api.json()["detail"].startswith("store unavailable")
+    for path in ("/", "/latency", "/cost", "/traces", "/digest"):
+        page = client.get(path)
+        assert page.status_code == 503 and page.headers["retry-after"] == "5", path
+        assert "The store is unavailable" in page.text and "content-security-policy" in page.headers, path

@@ -1,0 +1,53 @@
+"""What every response gets, whatever route made it: security headers, and 503 for a store outage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import StoreError
+
+RETRY_AFTER_S = 5
+
+
+class SecurityHeaders:
+    """ASGI middleware adding ``headers`` to every HTTP response that does not set them itself.
+
+    Pure ASGI (it only edits the response's start message), so it costs the OTLP receivers
+    nothing measurable, unlike a ``BaseHTTPMiddleware`` that runs each request in a task.
+    """
+
+    def __init__(self, app: ASGIApp, headers: Mapping[str, str]) -> None:
+        self.app = app
+        self._headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                headers += [(k, v) for k, v in self._headers if k not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def store_unavailable(request: Request, exc: Exception) -> Response:
+    """A read that the store could not answer: 503 with ``Retry-After`` (the outage passes),
+    as JSON under ``/api/`` and as the dashboards' "store unavailable" page elsewhere."""
+    assert isinstance(exc, StoreError)
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": f"store unavailable: {exc}"}, 503, headers={"retry-after": str(RETRY_AFTER_S)})
+    from infersight.dashboards import store_unavailable as page
+
+    response: Any = page(str(exc))
+    return response
