@@ -41,6 +41,8 @@ _DATA_DIR = click.option(
               help="Spans that started longer ago than this are rejected (OTLP partial_success).")
 @click.option("--ingest-days-ahead", default=1, show_default=True, type=int,
               help="Spans that start further ahead of this machine's clock are rejected.")
+@click.option("--body-timeout", default=30.0, show_default=True, type=float,
+              help="Seconds a request body may take to arrive (408 after it).")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
 @click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
@@ -55,7 +57,8 @@ _DATA_DIR = click.option(
 @channel_options
 @background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
-              decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, no_auth: bool,
+              decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, body_timeout: float,
+              no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None,
               alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
               clickhouse_url: str | None, cluster: str | None, **judge_options: object) -> None:
@@ -66,7 +69,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
         settings = Settings(
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
             auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
-            ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead),
+            ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead), body_timeout_s=body_timeout,
             alerts=not no_alerts, slo=slo,
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,

@@ -71,6 +71,8 @@ class Settings:
         judge: judge a sample of spans with an LLM judge in this process (``None``: off). Like
             the alert evaluator, exactly one process of a deployment should do it.
         ingest_window: how far from now a span may start and still be stored.
+        body_timeout_s: a request body must arrive within this many seconds (408 after it), so a
+            client that sends half a request cannot hold a connection and its memory forever.
     """
 
     data_dir: Path = Path(".infersight")
@@ -93,6 +95,7 @@ class Settings:
     cluster: str | None = None
     judge: JudgeSettings | None = None
     ingest_window: IngestWindow = field(default_factory=IngestWindow)
+    body_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -111,6 +114,8 @@ class Settings:
             )
         if self.decode_workers is not None and self.decode_workers < 0:
             raise ValueError(f"The 'decode_workers' setting must be 0 or more; got {self.decode_workers}.")
+        if not self.body_timeout_s > 0:
+            raise ValueError(f"The 'body_timeout_s' setting must be positive; got {self.body_timeout_s}.")
         if self.spool_max_bytes <= 0:
             raise ValueError(
                 f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."

@@ -3,6 +3,7 @@
     InfersightError
     ├── BadRequest            a client sent something we cannot accept (HTTP 4xx)
     │   ├── Unauthorized      no API key, or one that is unknown or revoked (401)
+    │   ├── RequestTimeout    the body did not arrive within the time allowed (408)
     │   ├── PayloadTooLarge   body above the size limit after decompression (413)
     │   └── UnsupportedMediaType  neither protobuf nor JSON (415)
     ├── SpoolError            the spool cannot take or give back entries (HTTP 503)
@@ -25,6 +26,10 @@ class BadRequest(InfersightError):
 
 class Unauthorized(BadRequest):
     status_code = 401
+
+
+class RequestTimeout(BadRequest):
+    status_code = 408
 
 
 class PayloadTooLarge(BadRequest):

@@ -7,6 +7,7 @@ writer stores the rows afterwards.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -19,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .._counters import Counters
 from .._settings import Settings
-from ..errors import BadRequest, PayloadTooLarge, SpoolError, StoreError, WorkerLost
+from ..errors import BadRequest, PayloadTooLarge, RequestTimeout, SpoolError, StoreError, WorkerLost
 from ..spool import Spool, SpoolWriter
 from ..store import Store, encode_rows
 from ..web import key_project
@@ -27,7 +28,7 @@ from . import _otlp, _otlp_metrics
 from ._decode import Decoder
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
-_RPC_CODE = {400: 3, 401: 16, 413: 8, 415: 3}
+_RPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3}
 _UNAVAILABLE = 14
 RETRY_AFTER_S = 5
 
@@ -52,7 +53,7 @@ async def receive_traces(request: Request) -> Response:
         project = key_project(request)  # before the body is read: an unauthenticated caller costs no decoding
         if bad_media is not None:
             raise bad_media
-        body = await read_body(request, decoder.limit_bytes)
+        body = await read_body(request, decoder.limit_bytes, request.app.state.settings.body_timeout_s)
         decoded = await decoder.decode(project, body, request.headers.get("content-encoding"), media)
         spans, rejected = decoded.spans, decoded.rejected
         if decoded.entry is not None:
@@ -88,7 +89,7 @@ async def receive_metrics(request: Request) -> Response:
         return _error(exc, _otlp.JSON)
     try:
         project = key_project(request)
-        body = await read_body(request, settings.max_body_bytes)
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         # Off the event loop: a large metrics body decodes for seconds, and /healthz waits meanwhile.
         rejected: list[str] = []
         rows = await run_in_threadpool(_metric_rows, body, request.headers.get("content-encoding"), media,
@@ -112,19 +113,27 @@ async def receive_metrics(request: Request) -> Response:
     return _encode(response, media, 200)
 
 
-async def read_body(request: Request, limit_bytes: int) -> bytes:
+async def read_body(request: Request, limit_bytes: int, timeout_s: float) -> bytes:
     """The request body, refused with :class:`PayloadTooLarge` as soon as it passes ``limit_bytes``
-    (before reading the rest): a 1 GiB body costs no more memory than the limit."""
+    (before reading the rest: a 1 GiB body costs no more memory than the limit), and with
+    :class:`RequestTimeout` when it has not all arrived after ``timeout_s``."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit_bytes:
         raise PayloadTooLarge(f"body is {declared} bytes; the limit is {limit_bytes}")
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit_bytes:
-            raise PayloadTooLarge(f"body is more than the limit of {limit_bytes} bytes")
-        chunks.append(chunk)
+
+    async def read() -> None:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit_bytes:
+                raise PayloadTooLarge(f"body is more than the limit of {limit_bytes} bytes")
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout_s)
+    except asyncio.TimeoutError:
+        raise RequestTimeout(f"the body did not arrive within {timeout_s:g} s") from None
     return b"".join(chunks)
 
 

@@ -125,3 +125,22 @@ def test_a_store_outage_is_a_503_with_retry_after_on_the_api_and_a_banner_on_pag
         page = client.get(path)
         assert page.status_code == 503 and page.headers["retry-after"] == "5", path
         assert "The store is unavailable" in page.text and "content-security-policy" in page.headers, path
+
+
+def test_a_body_that_stops_arriving_is_answered_408(tmp_path):
+    # Half a request must not hold a connection (and its buffered bytes) forever.
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--body-timeout", "1")).start()
+    try:
+        with socket.create_connection(("127.0.0.1", process.port), timeout=10) as conn:
+            conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"resourceSpans\": [")
+            begun = time.monotonic()
+            answer = conn.recv(65536)
+            waited = time.monotonic() - begun
+            while b"did not arrive" not in answer and (more := conn.recv(65536)):
+                answer += more
+    finally:
+        process.stop()
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"did not arrive within 1 s" in answer
+    assert 0.9 < waited < 5
