@@ -59,6 +59,19 @@ def stored(store, project: str) -> tuple[dict[str, int], dict[str, int]]:
     return {r["id"]: int(r["n"]) for r in raw}, {r["id"]: int(r["n"]) for r in typed}
 
 
+def recorded_inserts(store, monkeypatch) -> list[str]:
+    """The tables of the store's inserts from now on, in order (the inserts still happen)."""
+    tables: list[str] = []
+    insert = store.insert
+
+    def recording_insert(table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
+        tables.append(table)
+        insert(table, rows, dedup_token=dedup_token)
+
+    monkeypatch.setattr(store, "insert", recording_insert)
+    return tables
+
+
 def drain(spool: Spool, store, counters: Counters | None = None) -> Counters:
     counters = counters or Counters()
     writer = SpoolWriter(spool, store, counters, min_interval_s=0.0, retry_s=(0.05, 0.2))
@@ -74,16 +87,9 @@ def test_writer_merges_requests_into_few_inserts_and_stores_each_span_once(store
     project = new_project()
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
     expected = [i for _ in range(40) for i in spooled(spool, project, 5)]
-    tokens: list[str] = []
-    insert = store.insert
-
-    def counting_insert(table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
-        tokens.append(dedup_token)
-        insert(table, rows, dedup_token=dedup_token)
-
-    monkeypatch.setattr(store, "insert", counting_insert)
+    inserts = recorded_inserts(store, monkeypatch)
     counters = drain(spool, store)
-    assert len(tokens) == 1  # 40 requests, 200 rows: one batch
+    assert inserts == ["otel_traces"]  # 40 requests, 200 rows: one batch
     raw, typed = stored(store, project)
     assert raw == typed == {span_id: 1 for span_id in expected}
     assert counters.get("spans_stored") == 200
@@ -249,14 +255,7 @@ def test_the_writer_splits_old_spans_into_inserts_of_at_most_100_days(store, tmp
     expected = [
         i for offset in (0, 60, 120) for i in spooled(spool, project, 50, day_offsets=[offset + d for d in range(50)])
     ]
-    inserts: list[str] = []
-    insert = store.insert
-
-    def counting_insert(table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
-        inserts.append(table)
-        insert(table, rows, dedup_token=dedup_token)
-
-    monkeypatch.setattr(store, "insert", counting_insert)
+    inserts = recorded_inserts(store, monkeypatch)
     counters = drain(spool, store)
     assert stored(store, project)[0] == {span_id: 1 for span_id in expected}
     assert inserts.count("otel_traces") == 3 and "dead_letters" not in inserts
