@@ -91,21 +91,17 @@ def _warm() -> None:
     import infersight.detectors  # noqa: F401
 
 
-class Decoder:
-    """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
+# Bodies above this go to a lane of their own: the usual export batch (512 spans, ~1 MiB with
+# content) never waits behind a bulk request of 100k spans, whoever sent it.
+LARGE_BODY_BYTES = 4 << 20
 
-    A worker that dies (killed, out of memory) fails the requests it had with
-    :class:`WorkerLost`, which the receiver answers with 503 so the exporter retries, and the
-    pool is replaced for the next request.
-    """
 
-    def __init__(self, workers: int, *, limit_bytes: int, window: IngestWindow | None = None) -> None:
-        if workers < 0:
-            raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
+class _Lane:
+    """A pool of spawned decode workers, replaced when one of them dies."""
+
+    def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.limit_bytes = limit_bytes
-        self.window = window or IngestWindow()
-        self._pool: ProcessPoolExecutor | None = self._new_pool() if workers else None
+        self.pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
@@ -115,19 +111,50 @@ class Decoder:
         pool.submit(os.getpid)  # any task: it starts a worker (which warms up) now, not at the first request
         return pool
 
-    async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
-        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
-        pool = self._pool
-        if pool is None:
-            return await run_in_threadpool(call)
+    async def run(self, call: partial[Decoded]) -> Decoded:
+        pool = self.pool
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, call)
         except BrokenProcessPool as exc:
-            if self._pool is pool:
-                self._pool = self._new_pool()
+            if self.pool is pool:
+                self.pool = self._new_pool()
                 pool.shutdown(wait=False)
             raise WorkerLost(f"a decode worker died: {exc}") from exc
 
+
+class Decoder:
+    """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
+
+    Bodies larger than ``large_bytes`` are decoded in one more process of their own, so a bulk
+    request delays the others by no more than the CPU it shares with them. A worker that dies
+    (killed, out of memory) fails the requests it had with :class:`WorkerLost`, which the
+    receiver answers with 503 so the exporter retries, and its pool is replaced for the next
+    request.
+    """
+
+    def __init__(
+        self,
+        workers: int,
+        *,
+        limit_bytes: int,
+        window: IngestWindow | None = None,
+        large_bytes: int = LARGE_BODY_BYTES,
+    ) -> None:
+        if workers < 0:
+            raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
+        self.workers = workers
+        self.limit_bytes = limit_bytes
+        self.large_bytes = large_bytes
+        self.window = window or IngestWindow()
+        self._lanes = (_Lane(workers), _Lane(1)) if workers else None
+
+    async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
+        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
+        if self._lanes is None:
+            return await run_in_threadpool(call)
+        usual, large = self._lanes
+        return await (large if len(body) > self.large_bytes else usual).run(call)
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        for lane in self._lanes or ():
+            lane.pool.shutdown(wait=True, cancel_futures=True)
