@@ -70,10 +70,10 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             stack.callback(app.state.writer.stop)
             jobs = Scheduler(app.state.counters)
             if settings.alerts:
-                from .alerts._setup import evaluator_from
+                from .alerts._setup import alert_job
 
-                evaluator = evaluator_from(settings, app.state.store, app.state.spool)
-                jobs.add("alerts", settings.evaluation_interval_s, evaluator.run_once)
+                alerts = alert_job(settings, app.state.store, app.state.spool)
+                jobs.add("alerts", settings.evaluation_interval_s, alerts)
             if settings.judge is not None:
                 from infersight.judges import judge_loop_from
 

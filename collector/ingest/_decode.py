@@ -146,15 +146,20 @@ class Decoder:
         self.limit_bytes = limit_bytes
         self.large_bytes = large_bytes
         self.window = window or IngestWindow()
-        self._lanes = (_Lane(workers), _Lane(1)) if workers else None
+        self._usual = _Lane(workers) if workers else None
+        self._large: _Lane | None = None  # started at the first large body: most deployments never send one
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
         call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
-        if self._lanes is None:
+        if self._usual is None:
             return await run_in_threadpool(call)
-        usual, large = self._lanes
-        return await (large if len(body) > self.large_bytes else usual).run(call)
+        if len(body) <= self.large_bytes:
+            return await self._usual.run(call)
+        if self._large is None:
+            self._large = _Lane(1)
+        return await self._large.run(call)
 
     def close(self) -> None:
-        for lane in self._lanes or ():
-            lane.pool.shutdown(wait=True, cancel_futures=True)
+        for lane in (self._usual, self._large):
+            if lane is not None:
+                lane.pool.shutdown(wait=True, cancel_futures=True)
