@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import httpx
 
@@ -42,3 +44,46 @@ def test_a_second_collector_on_the_same_data_dir_names_the_owner(tmp_path, capfd
         assert "in use" in err
     finally:
         first.stop()
+
+
+def test_a_restart_under_a_stock_exporter_loses_no_span(tmp_path):
+    # The OpenTelemetry SDK's own BatchSpanProcessor and OTLP/HTTP exporter, default settings:
+    # it retries a refused connection for ~10 s. A collector restart (SIGTERM, start again on the
+    # same port and data directory) must fit inside that window with every span kept.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    port = free_port()
+    data_dir = tmp_path / "data"
+    collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+    provider = TracerProvider(resource=Resource.create({"service.name": "restart-test"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")))
+    tracer = provider.get_tracer("restart-test")
+    sent = 0
+
+    def emit(count: int) -> None:
+        nonlocal sent
+        for _ in range(count):
+            with tracer.start_as_current_span("chat gpt-4o-mini", attributes={"gen_ai.operation.name": "chat"}):
+                sent += 1
+            time.sleep(0.002)
+
+    try:
+        emit(300)
+        collector.stop()  # SIGTERM; the app keeps tracing while it is gone
+        emit(300)
+        # An export now meets a closed port and retries; the collector comes back meanwhile.
+        flusher = threading.Thread(target=provider.force_flush, args=(30_000,))
+        flusher.start()
+        time.sleep(1.0)
+        collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+        flusher.join()
+        emit(300)
+        assert provider.force_flush(30_000)
+        summary = wait_for_spans(collector.url, sent)
+        assert summary["spans"] == sent == 900
+    finally:
+        provider.shutdown()
+        collector.stop()
