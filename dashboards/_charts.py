@@ -46,7 +46,10 @@ def fmt(value: float | None, unit: str) -> str:
     if unit == "usd":
         if value == 0:
             return "$0"
-        return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
+        if abs(value) >= 1:
+            return f"${value:,.2f}"
+        # Three significant digits however cheap: a $0.000012 call must not read "$0.0000".
+        return f"${value:.{max(4, 2 - math.floor(math.log10(abs(value))))}f}"
     if unit == "pct":
         return f"{value * 100:.1f}%" if value >= 0.001 or value == 0 else f"{value * 100:.2f}%"
     if unit == "score":

@@ -24,6 +24,8 @@ _FIGURES = {
     "input_tokens": f"sumIf(input_tokens, {_IS_CALL})",
     "output_tokens": f"sumIf(output_tokens, {_IS_CALL})",
     "cost_usd": f"sumIf(ifNull(cost_usd, 0), {_IS_CALL})",
+    # Calls of models with no known price: their cost is unknown, not 0, and not in cost_usd.
+    "unpriced_calls": f"countIf({_IS_CALL} AND llm_spans.cost_usd IS NULL)",  # the column, not the sum above
     "latency_s": f"quantilesIf(0.5, 0.95, 0.99)(duration_s, {_IS_CALL})",
     "kinds": "sumMap(map(kind, toUInt64(1)))",
 }
@@ -37,8 +39,8 @@ def call_figures(
     the ``by`` columns (``llm_spans`` column names), largest cost first; one dict when ``by`` is
     empty. Each dict: the ``by`` columns, ``spans`` (all kinds), ``kinds`` (spans per kind),
     ``llm_calls``, ``llm_errors``, ``llm_error_rate``, ``input_tokens``, ``output_tokens``,
-    ``cost_usd`` and ``latency_s`` (p50/p95/p99 in seconds, ``None`` without calls).
-    Blocks on one query.
+    ``cost_usd`` (of priced calls), ``unpriced_calls`` and ``latency_s`` (p50/p95/p99 in
+    seconds, ``None`` without calls). Blocks on one query.
     """
     for column in by:
         if not _DIMENSION.match(column):
@@ -71,5 +73,6 @@ def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
         "input_tokens": int(row["input_tokens"]),
         "output_tokens": int(row["output_tokens"]),
         "cost_usd": float(row["cost_usd"]),
+        "unpriced_calls": int(row["unpriced_calls"]),
         "latency_s": {"p50": q[0], "p95": q[1], "p99": q[2]},
     }

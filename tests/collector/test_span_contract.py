@@ -6,10 +6,13 @@ import json
 import uuid
 
 import pytest
+from fastapi.testclient import TestClient
 
+from infersight.collector import Settings, create_app
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import KINDS, call_figures, encode_rows, kind_of, operations_of, summary
 from infersight.collector.store._kinds import kind_sql
+from infersight.dashboards._charts import fmt
 from tests.collector.otlp_bodies import genai_spans_json
 
 
@@ -74,3 +77,28 @@ def test_call_figures_group_by_any_column_and_refuse_anything_else(store):
     assert by_kind["llm"]["llm_calls"] == 1 and by_kind["retrieval"]["llm_calls"] == 0
     with pytest.raises(ValueError, match="must name llm_spans columns"):
         call_figures(store, project, 0, by=("kind; DROP TABLE llm_spans",))
+
+
+def test_a_call_of_an_unpriced_model_is_unknown_cost_not_zero(store, tmp_path):
+    project = f"contract-{uuid.uuid4().hex[:8]}"
+    body, _ = genai_spans_json(3)
+    document = json.loads(body)
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    for attribute in span["attributes"]:
+        if attribute["key"] == "gen_ai.request.model":
+            attribute["value"] = {"stringValue": "in-house-llm-7b"}
+    store.insert("otel_traces", encode_rows(to_rows(parse_traces(json.dumps(document).encode(), JSON), project)))
+    figures = summary(store, project, 0)
+    assert (figures["llm_calls"], figures["unpriced_calls"]) == (3, 1)
+    assert figures["cost_usd"] > 0  # the two priced calls
+
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
+    with TestClient(create_app(settings, store=store)) as client:
+        page = client.get("/", params={"range": "7d"}).text
+    assert 'id="unpriced">1 calls of models with no known price are not in it<' in page
+    assert f'id="cost">{fmt(figures["cost_usd"], "usd")}<' in page and "$0.0000<" not in page
+
+
+@pytest.mark.parametrize(("usd", "shown"), [(0.0000123, "$0.0000123"), (0.00345, "$0.00345"), (12.5, "$12.50")])
+def test_cheap_calls_keep_three_significant_digits(usd, shown):
+    assert fmt(usd, "usd") == shown
