@@ -94,8 +94,10 @@ class Evaluator:
                 f"countIf({since} AND status = 'error' AND error_class != 'transient') AS lo{i}"
             )
         rows = self.store.query(
+            # The error budget is of LLM calls (the span contract): a RAG request's retrieval and
+            # rerank spans would dilute an outage's error rate.
             f"SELECT project, service, {', '.join(columns)} FROM llm_spans"
-            f" WHERE ts >= {{oldest:{_DT}}} AND ts < {{now:{_DT}}} GROUP BY project, service",
+            f" WHERE kind = 'llm' AND ts >= {{oldest:{_DT}}} AND ts < {{now:{_DT}}} GROUP BY project, service",
             params,
         )
         alerts = []
@@ -116,6 +118,7 @@ class Evaluator:
             rows = self.store.query(
                 f"SELECT {column} AS value, count() AS n FROM llm_spans"
                 f" WHERE project = {{project:String}} AND service = {{service:String}} AND status = 'error'"
+                " AND kind = 'llm'"
                 f" AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}} GROUP BY value ORDER BY n DESC LIMIT 1",
                 {"project": project, "service": service, "start": _ts(start), "end": _ts(end)},
             )

@@ -105,6 +105,20 @@ def test_error_spike_pages_once_survives_restart_and_resolves(store, receiver):
     assert h["history"][0]["delivered"] == ["alertmanager", "webhook", "slack"]
 
 
+def test_the_error_budget_is_of_llm_calls_not_of_the_steps_around_them(store):
+    # A retrieval failing 90% of the time beside healthy LLM calls is no LLM error spike; the
+    # same failures on the calls themselves are (the control).
+    for project, operation in (("alerts-kind-retrieval", "retrieval"), ("alerts-kind-chat", "chat")):
+        healthy = span_rows(project, "rag", NOW - timedelta(hours=2), 120, 30, 0.0)
+        failing = span_rows(project, "rag", NOW - timedelta(minutes=10), 10, 30, 0.9, seed=3)
+        for row in failing:
+            row["operation"] = operation
+        store.insert("llm_spans", encode_rows(healthy + failing))
+    active = Evaluator(store).run_once(NOW).active
+    paged = {a.labels["project"] for a in active if a.name == "ErrorRateSpike"}
+    assert "alerts-kind-chat" in paged and "alerts-kind-retrieval" not in paged
+
+
 def test_failed_delivery_is_retried_next_minute(store, receiver):
     project = "alerts-retry"
     rows = span_rows(project, "search", NOW - timedelta(minutes=70), 70, 20, 0.0)
