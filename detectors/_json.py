@@ -15,7 +15,15 @@ One class per span, checked in this order:
   ``syntax``.
 
 "Strict" means RFC 8259: Python's ``json`` accepts NaN, Infinity and duplicate keys, which most
-other parsers reject, so the hooks below refuse them.
+other parsers reject, so the hooks below refuse them. Valid JSON is valid at any depth:
+``nesting_too_deep`` only means that the text ends inside more than ``_MAX_CLOSE_DEPTH`` open
+brackets. No answer nests that deep, so that is a runaway (a model repeating ``[``) rather than
+an answer cut short, and closing it is not attempted.
+
+The detector runs on every span before the collector acknowledges it, so every step is linear in
+time and memory whatever the text: the scanners make one left-to-right pass with patterns that
+never go back over more than the token they match, and JSON nested deeper than ``json`` can
+recurse is parsed in slices (``_parse_deep``).
 """
 
 from __future__ import annotations
@@ -24,10 +32,12 @@ import functools
 import json
 import re
 import string
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._base import (
+    EVIDENCE_MAX_CHARS,
     LENGTH_FINISH_REASONS,
     Detection,
     SpanText,
@@ -35,22 +45,74 @@ from ._base import (
     output_text_of,
 )
 
-_FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\r?\n(.*?)(?:```|\Z)", re.S)
+# The info string is written so that no two repeats can match the same blank: with
+# ``[ \t]*[\w+-]*[ \t]*`` the engine retried every split of a long run of blanks (quadratic).
+_FENCE = re.compile(r"```[ \t]*(?:[\w+-]+[ \t]*)?\r?\n(.*?)(?:```|\Z)", re.S)
 
-# Double-quoted strings come first so nothing inside a string is mistaken for a problem. Every
-# branch starts with a character class, which lets the regex engine skip plain text quickly;
-# bare words are matched whole and sorted out in Python.
-_SCAN = re.compile(
+# The escape sequences that decide where a quoted string ends, and backslash-newline, which
+# continues a single-quoted line. The scanners run on a copy of the text with each of them
+# replaced by two NULs: positions are unchanged, and a string becomes a quote, anything but a
+# quote, and a quote, which the regex engine matches in one pass. The escape-aware pattern
+# kept a backtracking entry per escape (about 60 bytes for every byte of ``\"\"\"...``).
+# ``\\`` goes first: once the pairs are gone, every backslash left escapes the next character.
+# Backslashes outside strings (never valid JSON) are paired too, so there ``\"`` opens no string:
+# only the subtypes named for such text can differ from an escape-aware scan.
+_ESCAPES = ("\\\\", '\\"', "\\'", "\\\n")
+_MASK = "\0\0"
+
+# The two scanners below run on masked text, with a Python step per token that matters. Each
+# match starts with what does not matter, skipped inside the regex engine: plain characters,
+# closed strings and the like, at most 64 of them, since every repetition of a group costs the
+# engine a backtracking entry until the match ends (an unbounded one is what cost ~60 bytes per
+# byte). Whatever character comes next starts one of the branches after that (a one-character
+# fallback and the end of the text are branches too), so a match never fails and makes the
+# engine retry the skipped text from a later position; at most, past the 64th, the last item
+# skipped is handed back to the branches. Each character is thus read a bounded number of times.
+
+# What changes the nesting: a string left open (or one past the 64 skipped), a run of opening
+# brackets, or a run of closing ones. Containers with nothing nested in them are skipped whole.
+_BRACKETS = re.compile(
     r"""
-      "[^"\\]*(?:\\.[^"\\]*)*"?
-    | (?P<single_quotes>'[^'\\\n]*(?:\\.[^'\\\n]*)*')
+    (?: [^"\[\]{}]+ | "[^"]*" | \[[^"\[\]{}]*\] | \{[^"\[\]{}]*\} ){0,64}
+    (?: (?P<string>"[^"]*"?) | (?P<open>[\[{]+) | (?P<close>[\]}]+) | \Z )
+    """,
+    re.X,
+)
+# The closing bracket each opening one needs: for a run, and for one alone (the usual case).
+_CLOSERS_OF = str.maketrans("[{", "]}")
+_CLOSER_OF = {"[": b"]", "{": b"}"}
+
+# The habits _malformed_features names. Skipped: strings, so nothing inside one is mistaken for
+# a problem; bare words, whole, but for the ones that are habits; and a ``{`` or ``,`` followed
+# by something that makes it neither a trailing comma nor the start of an unquoted key (the
+# lookahead reads no further than the next token). Other runs of ``{``, ``,`` and blanks are one
+# token: only the last bracket or comma can start an unquoted key (matched with it) or be a
+# trailing comma, decided in Python from the character after the run, never by a lookahead that
+# rescans the rest of the text. A single-quoted string must close on its line, so a failed
+# attempt stops at the newline.
+_FEATURES = re.compile(
+    r"""
+    (?: [^"'/\#{,A-Za-z_$]+
+      | "[^"]*"
+      | (?!(?:NaN|Infinity|True|False|None)(?![\w$]))[A-Za-z_$][\w$]*
+      | [{,]\s*(?=[^\s{,}\]/])(?![A-Za-z_$][\w$]*\s*:)
+    ){0,64}
+    (?:
+      (?P<string>"[^"]*"?)
+    | (?P<single_quotes>'[^'\n]*')
     | (?P<comments>//[^\n]*|/\*.*?(?:\*/|\Z)|\#[^\n]*)
-    | (?P<trailing_comma>,(?=(?:\s|//[^\n]*|/\*.*?\*/)*[}\]]))
-    | (?P<unquoted_keys>[{,]\s*[A-Za-z_$][\w$]*\s*:)
+    | (?P<separators>[{,][\s{,]*)(?P<unquoted_keys>[A-Za-z_$][\w$]*\s*:)?
     | (?P<word>[A-Za-z_$][\w$]*)
+    | [/']
+    | \Z
+    )
     """,
     re.S | re.X,
 )
+_CLOSERS = frozenset("}]")
+# A comment a trailing comma may be followed by, with the blanks after it (a block comment left
+# open is not one: at worst this reads to the end once, and the scanner then skips it whole).
+_COMMENT_GAP = re.compile(r"(?://[^\n]*|/\*.*?\*/)\s*", re.S)
 _WORD_SUBTYPES = {
     "NaN": "nan_infinity",
     "Infinity": "nan_infinity",
@@ -58,15 +120,21 @@ _WORD_SUBTYPES = {
     "False": "python_literals",
     "None": "python_literals",
 }
-_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*("?)|[\[\]{}]')
 # What a number or literal cut in half ends with. str.rstrip with a set of characters is
 # linear; a regex anchored at the end would retry from every position of a long word.
 _SCALAR_CHARS = string.ascii_letters + string.digits + ".+-"
-_CLOSER = {"[": "]", "{": "}"}
 
-# Closing an unterminated structure deeper than this cannot parse anyway.
+# An unterminated text with more brackets open than this is a runaway, not a cut answer.
 _MAX_CLOSE_DEPTH = 512
 _EXCERPT_CHARS = 60
+
+# Each slice _parse_deep hands to json.loads nests at most this deep (plus one level of
+# containers with nothing nested in them): far below the recursion limit, and deep enough that
+# a slice is worth a call.
+_DEEP_STEP = 128
+# What a slice shows in place of a container cut out of it: a token json.loads hands to the
+# parse_constant hook, which returns the container's value.
+_HOLE = "NaN"
 
 
 class _DuplicateKey(Exception):
@@ -103,23 +171,149 @@ class _Parsed:
 
 
 # Problems that stay problems whatever surrounds the JSON or wherever it stops.
-_DEFINITE = frozenset({"duplicate_keys", "nan_infinity", "nesting_too_deep"})
+_DEFINITE = frozenset({"duplicate_keys", "nan_infinity"})
 
 
-def _parse(text: str) -> _Parsed:
-    try:
-        value = json.loads(
-            text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates
-        )
-    except _DuplicateKey as exc:
+def _strict_loads(text: str, parse_constant: Any = _reject_constant) -> Any:
+    return json.loads(text, parse_constant=parse_constant, object_pairs_hook=_reject_duplicates)
+
+
+def _refused(exc: Exception) -> _Parsed:
+    if isinstance(exc, _DuplicateKey):
         return _Parsed(False, problem="duplicate_keys", detail=f"key {exc.key!r} repeated")
-    except _NonStandardConstant as exc:
+    if isinstance(exc, _NonStandardConstant):
         return _Parsed(False, problem="nan_infinity", detail=f"bare {exc.constant}")
+    # JSONDecodeError, UnicodeDecodeError, huge integers
+    return _Parsed(False, problem="syntax", detail=str(exc))
+
+
+def _parse(text: str, keep_value: bool = False) -> _Parsed:
+    """Parse ``text`` strictly. ``value`` is complete only with ``keep_value``: without it, JSON
+    too deep for ``json.loads`` is checked without building its value."""
+    try:
+        return _Parsed(True, value=_strict_loads(text))
     except RecursionError:
-        return _Parsed(False, problem="nesting_too_deep", detail="deeper than the parser allows")
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, huge integers
-        return _Parsed(False, problem="syntax", detail=str(exc))
-    return _Parsed(True, value=value)
+        pass  # parsed below, once this exception and its traceback are gone
+    except (_DuplicateKey, _NonStandardConstant, ValueError) as exc:
+        return _refused(exc)
+    return _parse_deep(text, keep_value=keep_value)
+
+
+@dataclass
+class _Slice:
+    """A container that _DeepParser parses on its own, minus the deeper ones cut out of it."""
+
+    start: int  # where its opening bracket is in the text
+    depth: int  # how deep that bracket is (the root slice, the whole text, is 0)
+    holes: list[tuple[int, int]] = field(default_factory=list)  # containers cut out, in order
+    values: list[Any] = field(default_factory=list)  # and what they parsed to
+
+
+def _parse_deep(text: str, step: int = _DEEP_STEP, keep_value: bool = True) -> _Parsed:
+    """Parse JSON nested deeper than ``json.loads`` can recurse, without recursion.
+
+    Without ``keep_value`` the value of each slice is dropped once it is parsed: a deep value is
+    one object per level, and building (and garbage-collecting) them for nothing is most of the
+    cost.
+    """
+    return _DeepParser(text, step, keep_value).parse()
+
+
+class _DeepParser:
+    """Strict JSON parsing at any depth, by slices that ``json.loads`` can handle.
+
+    Every container that opens at depth ``step``, ``2 * step``, ... is cut out of its parent,
+    which shows ``NaN`` in its place. Each slice then nests at most ``step`` deep; slices are
+    parsed innermost first, and the ``NaN`` hook hands back the value of the container each one
+    stands for. The text is valid exactly when every slice is, with the same value. With several
+    problems, the one named is the first one in the first slice to close, which need not be the
+    first one in the text.
+    """
+
+    def __init__(self, text: str, step: int, keep_value: bool) -> None:
+        self.text = text
+        self.step = step
+        self.keep_value = keep_value
+        self.holes: Iterator[Any] = iter(())  # the values of the slice being parsed
+        self.decoder = json.JSONDecoder(parse_constant=self._fill_hole, object_pairs_hook=_reject_duplicates)
+
+    def parse(self) -> _Parsed:
+        masked = _mask_escapes(self.text)
+        slices = [_Slice(0, 0)]
+        depth, step = 0, self.step
+        for match in _BRACKETS.finditer(masked):
+            if match.lastgroup == "open":
+                start, end = match.span("open")
+                # The run's i-th bracket opens depth + 1 + i: a slice starts at each multiple of step.
+                if (depth + end - start) // step > depth // step:
+                    for level in range(depth // step * step + step, depth + end - start + 1, step):
+                        slices.append(_Slice(start + level - depth - 1, level))
+                depth += end - start
+            elif match.lastgroup == "close":
+                start, end = match.span("close")
+                # The run's i-th bracket closes depth - i. Brackets with nothing open stay in the
+                # root slice, which then fails to parse.
+                floor = depth - (end - start)
+                while slices[-1].depth > max(floor, 0):
+                    inner = slices.pop()
+                    failed = self._cut(inner, start + depth - inner.depth + 1, slices[-1])
+                    if failed is not None:
+                        return failed
+                depth = max(floor, 0)
+        while len(slices) > 1:  # unterminated: what is still open runs to the end, and fails
+            inner = slices.pop()
+            failed = self._cut(inner, len(self.text), slices[-1])
+            if failed is not None:
+                return failed
+        return self._parse_slice(slices[0], len(self.text))
+
+    def _cut(self, inner: _Slice, end: int, outer: _Slice) -> _Parsed | None:
+        """Parse ``inner``, which ends at ``end``, into a hole of ``outer``; its problem if any."""
+        parsed = self._parse_slice(inner, end)
+        if not parsed.ok:
+            return parsed
+        outer.holes.append((inner.start, end))
+        outer.values.append(parsed.value if self.keep_value else None)
+        return None
+
+    def _parse_slice(self, piece: _Slice, end: int) -> _Parsed:
+        text = self.text
+        parts: list[str] = []
+        origins: list[tuple[int, int]] = []  # (offset in the slice, offset in text) of each part
+        at, size = piece.start, 0
+        for hole_start, hole_end in piece.holes:
+            origins.append((size, at))
+            parts += (text[at:hole_start], _HOLE)
+            size += hole_start - at + len(_HOLE)
+            at = hole_end
+        origins.append((size, at))
+        parts.append(text[at:end])
+        self.holes = iter(piece.values)
+        try:
+            return _Parsed(True, value=self.decoder.decode("".join(parts)))
+        except json.JSONDecodeError as exc:
+            where = _origin(origins, exc.pos)
+            return _Parsed(False, problem="syntax", detail=str(json.JSONDecodeError(exc.msg, text, where)))
+        except (_DuplicateKey, _NonStandardConstant, ValueError) as exc:
+            return _refused(exc)
+
+    def _fill_hole(self, constant: str) -> Any:
+        # A genuine NaN takes the value of a hole, and the last hole then finds none left: the
+        # slice is refused either way.
+        if constant == _HOLE:
+            for value in self.holes:
+                return value
+        raise _NonStandardConstant(constant)
+
+
+def _origin(origins: list[tuple[int, int]], pos: int) -> int:
+    """Where position ``pos`` of a slice is in the text; a hole maps to its container's start."""
+    offset, at = origins[0]
+    for part_offset, part_at in origins:
+        if part_offset > pos:
+            break
+        offset, at = part_offset, part_at
+    return at + pos - offset
 
 
 class JsonDetector:
@@ -127,7 +321,8 @@ class JsonDetector:
 
     Does nothing unless ``span.expect_json``. Schema validators are compiled once per distinct
     schema and cached (bounded); remote ``$ref`` is never fetched. Pure CPU, safe to share
-    between threads, never raises from ``detect``.
+    between threads, never raises from ``detect``. Linear in time and memory in the length of
+    the answer (the schema check aside, which is as fast as ``jsonschema``).
     """
 
     name = "json"
@@ -152,7 +347,7 @@ def _classify(raw: str, finish_reason: str, schema: Any) -> tuple[str, str] | No
             return "truncated", f"empty output, finish_reason={finish_reason}"
         return "malformed", "empty: no JSON in the output"
 
-    whole = _parse(text)
+    whole = _parse(text, keep_value=isinstance(schema, dict))
     if whole.ok:
         problem = _schema_problem(whole.value, schema)
         return None if problem is None else ("schema_invalid", problem)
@@ -170,13 +365,21 @@ def _classify(raw: str, finish_reason: str, schema: Any) -> tuple[str, str] | No
 
     if cut:
         return "truncated", f"finish_reason={finish_reason}: …{_tail(body)}"
-    closers = _closes_to_valid(body)
-    if closers is not None:
-        return "truncated", f"unterminated, closes with {closers!r}: …{_tail(body)}"
+    return _diagnose(body)
+
+
+def _diagnose(body: str) -> tuple[str, str]:
+    """Why ``body``, which does not parse, is broken: cut short, or the habits that break it."""
+    masked = _mask_escapes(body)
+    shape = _shape(masked)
+    if shape is not None and len(shape.closers) > _MAX_CLOSE_DEPTH:
+        return "malformed", f"nesting_too_deep: ends inside {len(shape.closers)} open brackets: …{_tail(body)}"
+    if shape is not None and _closes_to_valid(body, shape):
+        return "truncated", f"unterminated, closes with {shape.closers!r}: …{_tail(body)}"
 
     if "{" not in body and "[" not in body:
         return "malformed", f"no_json: {_head(body)}"
-    found = _malformed_features(body)
+    found = _malformed_features(body, masked)
     if not found:
         return "malformed", f"syntax: {_parse(body).detail}"
     subtypes = ", ".join(subtype for subtype, _ in found)
@@ -207,53 +410,117 @@ def _unwrap(text: str) -> tuple[str, str, _Parsed] | None:
     return body, "prose around JSON", parsed
 
 
-def _closes_to_valid(body: str) -> str | None:
-    """The closing brackets that make an unterminated ``body`` parse, or None."""
-    stack: list[str] = []
-    in_string = False
-    for match in _STRUCTURE.finditer(body):
-        token = match.group()
-        if token[0] == '"':
-            in_string = not match.group(1)
-        elif token in _CLOSER:
-            stack.append(_CLOSER[token])
-            if len(stack) > _MAX_CLOSE_DEPTH:
-                return None
-        elif not stack or stack.pop() != token:
-            return None  # a mismatched bracket is broken, not cut short
-    if not stack:
-        return None
-    closers = "".join(reversed(stack))
+def _mask_escapes(text: str) -> str:
+    """``text`` with the escapes in ``_ESCAPES`` replaced by NULs: same length, same positions."""
+    if "\\" not in text:
+        return text
+    for escape in _ESCAPES:
+        text = text.replace(escape, _MASK)
+    return text
 
+
+@dataclass(frozen=True)
+class _Shape:
+    closers: str  # what closes the brackets left open, innermost first ("" when none are)
+    in_string: bool  # the text ends inside a double-quoted string
+
+
+def _shape(masked: str) -> _Shape | None:
+    """The brackets ``masked`` leaves open, or None when a closing bracket does not match."""
+    owed = bytearray()  # the closing bracket each open one needs, innermost last
+    in_string = False
+    for match in _BRACKETS.finditer(masked):
+        kind = match.lastgroup
+        if kind == "open":
+            run = match.group(kind)
+            owed += _CLOSER_OF[run] if len(run) == 1 else run.translate(_CLOSERS_OF).encode()
+        elif kind == "close":
+            run = match.group(kind).encode()[::-1]  # its first bracket closes the innermost one
+            if not owed.endswith(run):
+                return None  # a mismatched bracket is broken, not cut short
+            del owed[len(owed) - len(run) :]
+        elif kind == "string":
+            # Only the last string can be open: an unterminated one runs to the end.
+            start, end = match.span(kind)
+            in_string = end - start < 2 or masked[end - 1] != '"'
+    return _Shape(owed[::-1].decode(), in_string)
+
+
+def _closes_to_valid(body: str, shape: _Shape) -> bool:
+    """Whether the unterminated ``body`` parses once ``shape.closers`` are appended."""
+    if not shape.closers:
+        return False
     base = body
-    if in_string:
+    if shape.in_string:
         trailing_backslashes = len(base) - len(base.rstrip("\\"))
         if trailing_backslashes % 2:
             base = base[:-1]  # a cut escape sequence
         base += '"'
-    bases = [base.rstrip()]
+    return any(_parse(candidate + shape.closers).ok for candidate in _endings(base, shape.in_string))
+
+
+def _endings(base: str, in_string: bool) -> Iterator[str]:
+    """Ways to end ``base`` so that closing brackets can follow, likeliest first (lazily: each
+    one is a copy of the text)."""
+    stems = [base.rstrip()]
     if not in_string:
         # A number or literal cut in half ("tru", "1.") cannot be completed reliably: drop it.
-        bases.append(bases[0].rstrip(_SCALAR_CHARS).rstrip())
-    for stem in bases:
-        for candidate in (stem, stem.rstrip(","), stem + " null", stem + ": null"):
-            if _parse(candidate + closers).ok:
-                return closers
-    return None
+        stems.append(stems[0].rstrip(_SCALAR_CHARS).rstrip())
+    for stem in stems:
+        yield stem
+        yield stem.rstrip(",")
+        yield stem + " null"
+        yield stem + ": null"
 
 
-def _malformed_features(body: str) -> list[tuple[str, str]]:
+def _malformed_features(body: str, masked: str) -> list[tuple[str, str]]:
     """Each non-JSON habit found outside strings, with an excerpt of its first occurrence."""
-    found: dict[str, str] = {}
-    for match in _SCAN.finditer(body):
-        subtype = match.lastgroup
-        if subtype == "word":
-            subtype = _WORD_SUBTYPES.get(match.group())
-        if subtype is None or subtype in found:
-            continue
-        lo = max(0, match.start() - 20)
-        found[subtype] = body[lo : match.end() + 20].replace("\n", " ")
-    return list(found.items())
+    first: dict[str, tuple[int, int]] = {}  # subtype -> span of its first occurrence
+    for match in _FEATURES.finditer(masked):
+        kind = match.lastgroup
+        if kind == "word":
+            subtype = _WORD_SUBTYPES.get(match.group(kind))
+            if subtype is not None:
+                first.setdefault(subtype, match.span(kind))
+        elif kind == "separators":
+            if "trailing_comma" in first:
+                continue
+            start, end = match.span(kind)
+            following = masked[end : end + 1]
+            if following == "/":
+                after = _past_comments(masked, end)
+                following = masked[after : after + 1]
+            if following in _CLOSERS:
+                last = max(masked.rfind(",", start, end), masked.rfind("{", start, end))
+                if masked[last] == ",":
+                    first["trailing_comma"] = (last, last + 1)
+        elif kind == "unquoted_keys":
+            start, end = match.span("separators")
+            last = max(masked.rfind(",", start, end), masked.rfind("{", start, end))
+            first.setdefault(kind, (last, match.end(kind)))
+        elif kind is not None and kind != "string":  # comments, single_quotes
+            first.setdefault(kind, match.span(kind))
+    spans = sorted(first.items(), key=lambda item: item[1][0])
+    return [(subtype, _excerpt(body, lo, hi)) for subtype, (lo, hi) in spans]
+
+
+def _past_comments(masked: str, pos: int) -> int:
+    """Where the comments at ``pos`` (line comments and closed block comments, and the blanks
+    after each) end: only they may stand between a trailing comma and its bracket.
+
+    Called after a comma, this reads no further than the next token, so no character is read
+    more than twice: here and by the scanner.
+    """
+    while True:
+        gap = _COMMENT_GAP.match(masked, pos)
+        if gap is None:
+            return pos
+        pos = gap.end()
+
+
+def _excerpt(body: str, lo: int, hi: int) -> str:
+    # A token can be long (a block comment left open runs to the end): keep what evidence shows.
+    return body[max(0, lo - 20) : min(hi, lo + EVIDENCE_MAX_CHARS) + 20].replace("\n", " ")
 
 
 def _schema_problem(value: Any, schema: Any) -> str | None:

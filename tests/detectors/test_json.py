@@ -113,7 +113,6 @@ def test_wrapped(text, evidence):
         ('{"a": 1, "b": {"c": 2, "c": 3}}', "duplicate_keys"),
         ('{"a": True, "b": None}', "python_literals"),
         ('{a: 1, b: 2}', "unquoted_keys"),
-        ("[" * 100_000 + "]" * 100_000, "nesting_too_deep"),
         ("[" * 100_000, "nesting_too_deep"),
         ("", "empty"),
         ("I could not produce JSON for that request.", "no_json"),
@@ -126,10 +125,47 @@ def test_malformed_names_the_subtype(text, subtype):
     assert evidence.split(":")[0].split(" ")[0] == subtype
 
 
+@pytest.mark.parametrize("depth", [990, 5_000, 100_000])
+def test_valid_json_is_valid_at_any_depth(depth):
+    # deeper than json.loads can recurse: parsed in slices, and the schema checked as usual
+    text = '{"b": "x", "a": ' + '{"a": ' * depth + "[1]" + "}" * depth + "}"
+    assert classify(text) == ("ok", "")
+    assert classify(text, schema={"type": "object", "required": ["a", "b"]}) == ("ok", "")
+    schema = {"properties": {"b": {"type": "integer"}}}
+    assert classify(text, schema=schema) == ("json.schema_invalid", "$.b: 'x' is not of type 'integer'")
+    assert classify(f"```json\n{text}\n```")[0] == "json.wrapped"
+
+
+def test_problems_deep_inside_are_still_found():
+    deep = "[" * 3_000
+    assert classify(deep + '{"a": 1, "a": 2}' + "]" * 3_000)[1].startswith("duplicate_keys")
+    assert classify(deep + "NaN" + "]" * 3_000)[1].startswith("nan_infinity")
+    label, evidence = classify(deep + "1 2" + "]" * 3_000)
+    assert label == "json.malformed"
+    assert evidence == "syntax: Expecting ',' delimiter: line 1 column 3003 (char 3002)"
+
+
+def test_nesting_too_deep_is_only_a_runaway_that_ends_open():
+    # more than 512 brackets still open at the end: not an answer cut short
+    assert classify("[" * 600)[1].startswith("nesting_too_deep: ends inside 600 open brackets")
+    # a cut answer with a deep (valid) part inside is truncated like any other
+    label, evidence = classify('{"a": ' + "[" * 2_000 + "]" * 2_000 + ', "b": [1, 2')
+    assert label == "json.truncated"
+    assert evidence.startswith("unterminated, closes with ']}'")
+    # the provider cut it: truncated, whatever the depth
+    assert classify("[" * 600, finish_reason="length")[0] == "json.truncated"
+
+
 def test_problems_inside_strings_are_not_subtypes():
     label, evidence = classify('{"url": "http://x.io//a", "quote": "it\'s", "a": 1,}')
     assert label == "json.malformed"
     assert evidence.startswith("trailing_comma:")
+
+
+def test_a_bracket_inside_a_line_comment_closes_nothing():
+    label, evidence = classify('{"a": 1, // the end }')
+    assert label == "json.malformed"
+    assert evidence.startswith("comments:")
 
 
 def test_several_subtypes_are_all_named():
