@@ -3,7 +3,7 @@
     alerts   Evaluator.run_once, every --evaluation-interval: the collector's own spool
              sampled, the windowed detectors, the three paging rules, alert lifecycle and
              notifications, the daily digest
-    judge    JudgeLoop.run_once, every --judge-every: sample, judge, store the scores
+    judge    JudgeLoop.run_once, every --judge-interval: sample, judge, store the scores
 
 Each job runs on a thread of its own, so a judge cycle that waits minutes on a slow model never
 delays the pager. A run that raises is logged with its traceback and counted on ``/metrics``
