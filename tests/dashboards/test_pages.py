@@ -141,7 +141,8 @@ def assert_inert(html: str) -> None:
                 assert not target.startswith("data:") or (tag, target) == ("link", "data:,"), (tag, attr_value)
 
 
-def test_span_text_renders_as_text_everywhere(dash):
+def test_span_text_renders_as_text_everywhere(any_dash):
+    dash = any_dash  # on the embedded store and on a ClickHouse server
     call = dash.call(tenant=HOSTILE[:60], route="r<script>", model='m"><img src=x onerror=alert(1)>',
                      prompt=HOSTILE, output=HOSTILE, extra={"note": HOSTILE})
     dash.add_calls([call])
@@ -173,7 +174,8 @@ BAD_FILTERS = [
 
 
 @pytest.mark.parametrize("bad", BAD_FILTERS)
-def test_filters_cannot_inject_sql(dash, bad):
+def test_filters_cannot_inject_sql(any_dash, bad):
+    dash = any_dash  # on the embedded store and on a ClickHouse server
     calls = [dash.call(tenant="acme"), dash.call(tenant=bad)]
     dash.add_calls(calls)
     every = {dim: bad for dim in ("service", "route", "tenant", "model")}
@@ -188,7 +190,8 @@ def test_filters_cannot_inject_sql(dash, bad):
     assert dash.client.get("/api/v1/summary", params={"since": "24h"}).json()["spans"] == 6  # 3 GenAI spans a call
 
 
-def test_control_characters_in_filters_are_refused(dash):
+def test_control_characters_in_filters_are_refused(any_dash):
+    dash = any_dash  # on the embedded store and on a ClickHouse server
     assert dash.client.get("/api/v1/latency", params={"tenant": "a\x00b"}).status_code == 400
     page = dash.client.get("/latency", params={"tenant": "a\nb"})
     assert page.status_code == 200 and 'id="error"' in page.text
@@ -196,7 +199,8 @@ def test_control_characters_in_filters_are_refused(dash):
     assert dash.client.get("/api/v1/traces/zz' OR 1=1").status_code == 404
 
 
-def test_trace_waterfall_shows_queue_prefill_and_decode(dash):
+def test_trace_waterfall_shows_queue_prefill_and_decode(any_dash):
+    dash = any_dash  # on the embedded store and on a ClickHouse server
     call = dash.call(queue_wait_s=0.25, prefill_s=0.4, decode_s=1.2, candidates=77)
     dash.add_calls([call])
     dash.add("detections", [detection_row(call, "repetition", "repetition.loop", evidence="again and again")])
