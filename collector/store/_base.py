@@ -27,6 +27,27 @@ def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return bytes(out)
 
 
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_TOKEN = re.compile(r"^[0-9a-f]{1,128}$")
+
+
+def insert_settings(table: str, dedup_token: str | None) -> dict[str, str | int]:
+    """The ClickHouse settings of an insert into ``table``, after checking both arguments.
+
+    Both are ours (table names and spool tokens), and the checks guarantee an identifier and
+    lowercase hex, so a backend may format them into a statement without injecting anything.
+    The dedup setting of views is said explicitly because older ClickHouse defaults it to 0: a
+    repeat must be dropped in the views' tables (llm_spans) as well, not only in ``table``.
+    """
+    if not _TABLE.match(table):
+        raise ValueError(f"The 'table' parameter of insert must be an identifier; got {table!r}.")
+    if dedup_token is None:
+        return {}
+    if not _TOKEN.match(dedup_token):
+        raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
+    return {"insert_deduplication_token": dedup_token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+
+
 _CODE = re.compile(r"Code: \d+")
 _ERROR_NAME = re.compile(r"\(([A-Z][A-Z0-9_]+)\)")
 # ClickHouse errors that pass by themselves or by an operator's hand (overload, limits, disks,

@@ -13,10 +13,9 @@ from typing import IO, Any
 
 from ..errors import DataDirLocked, StoreError
 from . import _schema
-from ._base import insert_error
+from ._base import insert_error, insert_settings
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_TOKEN = re.compile(r"^[0-9a-f]{1,128}$")
 
 
 class ChdbStore:
@@ -49,20 +48,11 @@ class ChdbStore:
     def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
         if not rows:
             return
-        if not _IDENTIFIER.match(table):
-            raise ValueError(f"The 'table' parameter of insert must be an identifier; got {table!r}.")
+        # send_insert takes no bound parameters: the settings are checked values, formatted in.
+        settings = insert_settings(table, dedup_token)
         statement = f"INSERT INTO {table}"
-        if dedup_token is not None:
-            # send_insert takes no bound parameters. The token is ours (spool id and entry ids in
-            # hex), and the check below guarantees it is hex, so formatting it in cannot inject.
-            if not _TOKEN.match(dedup_token):
-                raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
-            # Said explicitly because older ClickHouse defaults it to 0: the repeat must be
-            # dropped in the views' tables (llm_spans) as well, not only in ``table``.
-            statement += (
-                f" SETTINGS insert_deduplication_token = '{dedup_token}',"
-                " deduplicate_blocks_in_dependent_materialized_views = 1"
-            )
+        if settings:
+            statement += " SETTINGS " + ", ".join(f"{name} = {value!r}" for name, value in settings.items())
         with self._lock:
             try:
                 if dedup_token is None:

@@ -15,10 +15,10 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import StoreError
 from . import _schema
-from ._base import insert_error
+from ._base import insert_error, insert_settings
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TOKEN = re.compile(r"^[0-9a-f]+$")
+
 
 
 class ClickHouseStore:
@@ -64,16 +64,7 @@ class ClickHouseStore:
     def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
         if not rows:
             return
-        if not _IDENTIFIER.match(table):
-            raise ValueError(f"The 'table' parameter of insert must be an identifier; got {table!r}.")
-        settings: dict[str, Any] = {}
-        if dedup_token is not None:
-            if not _TOKEN.match(dedup_token):
-                raise ValueError(f"The 'dedup_token' parameter of insert must be lowercase hex; got {dedup_token!r}.")
-            settings = {
-                "insert_deduplication_token": dedup_token,
-                "deduplicate_blocks_in_dependent_materialized_views": 1,
-            }
+        settings = insert_settings(table, dedup_token)
         try:
             self._client.raw_insert(table, None, rows, fmt="JSONEachRow", settings=settings)
         except Exception as exc:
