@@ -1,4 +1,8 @@
-"""Rendering a page: the template, the shared navigation and the security headers."""
+"""Rendering a page: the template and the shared navigation.
+
+The security headers (``_headers.SECURITY_HEADERS``) are added to every response by the
+collector app, pages included.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from typing import Any
 
 from fastapi.responses import HTMLResponse
 
-from ._headers import SECURITY_HEADERS
 from ._templates import env
 
 PAGES = (
@@ -18,11 +21,10 @@ PAGES = (
     ("traces", "Traces", "/traces"),
     ("digest", "Digest", "/digest"),
 )
-HEADERS = SECURITY_HEADERS
 
 
 def html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """Render ``template`` into a response with the dashboards' security headers.
+    """Render ``template`` into a response.
 
     Pages get the shared navigation unless ``pages=None`` is passed (the login form).
     """
@@ -30,7 +32,7 @@ def html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("nav_qs", "")
     if context["pages"] is None:
         del context["pages"]
-    return HTMLResponse(env.get_template(template).render(**context), status_code, headers=HEADERS)
+    return HTMLResponse(env.get_template(template).render(**context), status_code)
 
 
 def store_unavailable(message: str) -> HTMLResponse:
