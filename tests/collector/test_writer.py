@@ -316,3 +316,20 @@ def test_spans_outside_the_ingest_window_are_rejected_and_nobody_loses_a_span(st
         assert stored(store, project)[0] == {span_id: 1 for span_id in span_ids}, project
     assert "infersight_spans_dead_lettered_total 0\n" in metrics
     assert "infersight_spans_rejected_total 71\n" in metrics
+
+
+def test_refused_detections_of_stored_spans_are_dropped_and_the_spans_stay_single(store, tmp_path):
+    # The spans are in; only their detections are refused. Splitting the batch now would give
+    # the spans new tokens and store them twice, so the detections go (they can be recomputed).
+    project = new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    body, span_ids = genai_spans_json(3)
+    rows = to_rows(parse_traces(body, JSON), project)
+    garbage = b'{"ts": "not a time"}\n'
+    spool.append(Entry.compress(project, encode_rows(rows), 3, garbage, days=day_range(rows)))
+    expected = span_ids + spooled(spool, project, 2)
+    counters = drain(spool, store)
+    raw, typed = stored(store, project)
+    assert raw == typed == {span_id: 1 for span_id in expected}
+    assert counters.get("detections_dropped") == 1 and counters.get("spans_stored") == 5
+    assert counters.get("spans_dead_lettered") == 0
