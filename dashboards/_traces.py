@@ -3,13 +3,13 @@ anatomy (queue wait, prefill, decode), prompt, output, detections and judge scor
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import BadRequest, StoreError
 from infersight.collector.store import Store
+from infersight.detectors import parse_messages
 
 from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
 from ._queries import window
@@ -284,40 +284,11 @@ def _int(value: str | None) -> int | None:
 
 
 def messages(raw: str | None) -> list[dict[str, str]] | None:
-    """GenAI messages JSON (``[{"role", "parts": [{"type", "content"}]}]``) as (role, text) pairs.
-
-    Anything that is not that shape comes back whole as one message with role ``?``; the text is
-    shown as text, never interpreted.
-    """
+    """Stored messages as (role, text) pairs for display: text parts as they are, any other part
+    as its JSON, a string that is not messages JSON whole with role ``?``; never interpreted."""
     if not raw:
         return None
-    try:
-        document = json.loads(raw)
-    except (ValueError, RecursionError):
-        return [{"role": "?", "text": raw}]
-    if not isinstance(document, list):
-        return [{"role": "?", "text": raw}]
-    out = []
-    for message in document:
-        if not isinstance(message, dict):
-            out.append({"role": "?", "text": json.dumps(message, ensure_ascii=False)})
-            continue
-        role = str(message.get("role", "?"))
-        parts = message.get("parts")
-        if isinstance(parts, list):
-            texts = []
-            for part in parts:
-                if isinstance(part, dict) and isinstance(part.get("content"), str):
-                    texts.append(part["content"])
-                else:
-                    texts.append(json.dumps(part, ensure_ascii=False))
-            text = "\n".join(texts)
-        elif isinstance(message.get("content"), str):
-            text = message["content"]
-        else:
-            text = json.dumps(message, ensure_ascii=False)
-        out.append({"role": role, "text": text})
-    return out
+    return [{"role": m.role or "?", "text": "\n".join(p.text for p in m.parts)} for m in parse_messages(raw)]
 
 
 def _tree_order(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -48,6 +48,7 @@ from ._cost_loops import (
 from ._fitted import NotFittedError
 from ._inline import BUILTIN_DETECTORS, inline_failure_count, run_inline
 from ._json import JsonDetector
+from ._messages import ChatMessage, MessagePart, messages_text, parse_messages
 from ._refusal import RefusalDetector
 from ._repetition import RepetitionDetector
 from ._truncation import TruncationDetector
@@ -84,6 +85,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BUILTIN_DETECTORS",
+    "ChatMessage",
     "ContextStuffingDetector",
     "CostLoopDetector",
     "Detection",
@@ -92,6 +94,7 @@ __all__ = [
     "InlineDetector",
     "JsonDetector",
     "LLMCall",
+    "MessagePart",
     "NotFittedError",
     "NumericDriftDetector",
     "RefusalDetector",
@@ -105,6 +108,8 @@ __all__ = [
     "WindowedRun",
     "WindowedRunner",
     "inline_failure_count",
+    "messages_text",
+    "parse_messages",
     "prompt_hash",
     "run_inline",
 ]

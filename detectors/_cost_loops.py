@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 import math
 import re
 from collections import defaultdict
@@ -40,6 +39,7 @@ from ._fitted import (
     is_number,
     quantile,
 )
+from ._messages import parse_messages
 
 _SPACE = re.compile(r"\s+")
 
@@ -103,24 +103,7 @@ def prompt_hash(messages: str) -> str:
     """
     if not isinstance(messages, str) or not messages.strip():
         return ""
-    try:
-        parsed = json.loads(messages)
-    except (ValueError, RecursionError):
-        parsed = messages
-    lines = []
-    for message in parsed if isinstance(parsed, list) else [parsed]:
-        if not isinstance(message, dict):
-            lines.append(str(message))
-            continue
-        pieces = [str(message.get("role", ""))]
-        if isinstance(message.get("content"), str):
-            pieces.append(message["content"])
-        for part in message.get("parts") or ():
-            if isinstance(part, dict) and isinstance(part.get("content"), str):
-                pieces.append(part["content"])
-            else:
-                pieces.append(json.dumps(part, sort_keys=True, default=str))
-        lines.append(" ".join(pieces))
+    lines = [" ".join([message.role, *(part.text for part in message.parts)]) for message in parse_messages(messages)]
     normalised = _SPACE.sub(" ", "\n".join(lines)).strip().casefold()
     digest = hashlib.sha256(normalised.encode("utf-8", "replace")).hexdigest()
     return digest[:16]

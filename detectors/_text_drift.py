@@ -20,7 +20,6 @@ the most frequent one, with the share of texts containing it on each side.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -332,29 +331,3 @@ class TextDriftDetector:
                 out.setdefault(int(hashed.indices[start]), word)
         return out
 
-
-def messages_text(messages: str) -> str:
-    """The text of a GenAI ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON string.
-
-    Text parts (``{"type": "text", "content": ...}``) and OpenAI-style string ``content`` are
-    joined with newlines; other parts are skipped. A string that is not a JSON list of messages
-    is returned as it is (some instrumentations record plain text). Never raises.
-    """
-    if not isinstance(messages, str):
-        return ""
-    try:
-        parsed = json.loads(messages)
-    except (ValueError, RecursionError):
-        return messages
-    if not isinstance(parsed, list):
-        return messages if not isinstance(parsed, dict) else ""
-    parts = []
-    for message in parsed:
-        if not isinstance(message, dict):
-            continue
-        if isinstance(message.get("content"), str):
-            parts.append(message["content"])
-        for part in message.get("parts") or ():
-            if isinstance(part, dict) and isinstance(part.get("content"), str):
-                parts.append(part["content"])
-    return "\n".join(parts)

@@ -46,7 +46,8 @@ from ._cost_loops import (
 )
 from ._drift import DriftReport, NumericDriftDetector
 from ._fitted import check_duration, check_positive_int
-from ._text_drift import TextDriftDetector, TextDriftReport, messages_text
+from ._messages import messages_text
+from ._text_drift import TextDriftDetector, TextDriftReport
 
 logger = logging.getLogger("infersight.detectors")
 T = TypeVar("T")

@@ -1,9 +1,6 @@
-"""Read the GenAI message JSON the SDK stores (``gen_ai.input.messages``/``gen_ai.output.messages``).
-
-The OpenTelemetry GenAI format is ``[{"role": "user", "parts": [{"type": "text", "content": "..."}]}]``;
-the plain ``{"role": ..., "content": "..."}`` shape other instrumentations write is accepted too.
-Only text parts are kept. Malformed JSON gives no messages rather than an error: a span whose
-content cannot be read is skipped by the sampler, not fatal to a run.
+"""What the judges read of stored messages, through the one reader every surface shares
+(:func:`infersight.detectors.parse_messages`): each message's role (``user`` when none was
+recorded) and its text parts; a span with no content gives no messages and is skipped.
 """
 
 from __future__ import annotations
@@ -12,49 +9,26 @@ import hashlib
 import json
 from typing import Any
 
+from infersight.detectors import parse_messages as stored_messages
+
 from ._types import Message
 
 # The turns that identify "the same input" across app versions. System prompts are left out on
 # purpose: a new version often changes exactly that, and must still match the same user input.
 # Tool messages (retrieved context) are left out too, since retrieval may change between versions.
 _KEY_ROLES = frozenset({"user", "assistant"})
+_ANSWER_ROLES = frozenset({"assistant", "model", ""})  # "": plain text, no role recorded
 
 
 def parse_messages(raw: str) -> tuple[Message, ...]:
-    """The messages of a GenAI messages JSON string; empty when it is missing or malformed."""
-    if not raw:
-        return ()
-    try:
-        document = json.loads(raw)
-    except (ValueError, RecursionError):
-        return ()
-    if not isinstance(document, list):
-        return ()
-    out = []
-    for item in document:
-        if not isinstance(item, dict):
-            continue
-        role = item.get("role")
-        out.append(Message(role if isinstance(role, str) else "user", _text(item)))
-    return tuple(out)
-
-
-def _text(message: dict[str, Any]) -> str:
-    parts = message.get("parts")
-    if isinstance(parts, list):
-        texts = [
-            p["content"] for p in parts
-            if isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("content"), str)
-        ]
-        return "\n".join(texts)
-    content = message.get("content")
-    return content if isinstance(content, str) else ""
+    """The messages of a stored messages string (their text parts); empty when there is none."""
+    return tuple(Message(m.role or "user", m.text) for m in stored_messages(raw))
 
 
 def answer_text(raw_output: str) -> str:
-    """The answer's text from ``gen_ai.output.messages``: the assistant messages' text parts."""
-    messages = parse_messages(raw_output)
-    return "\n".join(m.content for m in messages if m.role in ("assistant", "model") and m.content)
+    """The answer's text from ``gen_ai.output.messages``: the assistant messages' text parts (or
+    the whole output when it was recorded as plain text)."""
+    return "\n".join(m.text for m in stored_messages(raw_output) if m.role in _ANSWER_ROLES and m.text)
 
 
 def input_key(messages: tuple[Message, ...] | list[Message]) -> str:

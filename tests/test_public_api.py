@@ -31,11 +31,11 @@ EXPECTED = {
     ],
     dashboards: ["SECURITY_HEADERS", "report_cli", "router", "store_unavailable"],
     detectors: [
-        "BUILTIN_DETECTORS", "ContextStuffingDetector", "CostLoopDetector", "Detection", "DriftReport",
-        "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "NotFittedError",
+        "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",
+        "DriftReport", "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
         "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SpanFinding", "SpanText",
         "TermShift", "TextDriftDetector", "TextDriftReport", "TruncationDetector", "WindowedRun",
-        "WindowedRunner", "inline_failure_count", "prompt_hash", "run_inline",
+        "WindowedRunner", "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "run_inline",
     ],
 }
 

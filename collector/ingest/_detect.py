@@ -12,22 +12,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infersight.detectors import SpanText, run_inline
+from infersight.detectors import SpanText, messages_text, run_inline
 
 _OUTPUT = "gen_ai.output.messages"
-
-
-def _output_text(messages_json: str) -> str:
-    try:
-        messages = json.loads(messages_json)
-    except (ValueError, RecursionError):
-        return ""
-    parts = []
-    for message in messages if isinstance(messages, list) else []:
-        for part in message.get("parts", []) if isinstance(message, dict) else []:
-            if isinstance(part, dict) and isinstance(part.get("content"), str):
-                parts.append(part["content"])
-    return "".join(parts)
 
 
 def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
@@ -50,7 +37,7 @@ def span_text(attrs: dict[str, str]) -> SpanText:
         reasons = []
     schema = _schema(attrs)
     return SpanText(
-        output_text=_output_text(attrs.get(_OUTPUT, "")),
+        output_text=messages_text(attrs.get(_OUTPUT)),
         finish_reason=str(reasons[0]) if reasons else "",
         expect_json=attrs.get("gen_ai.output.type") == "json" or schema is not None,
         json_schema=schema,

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
 
 from infersight.detectors import NotFittedError, TextDriftDetector
-from infersight.detectors._text_drift import messages_text
 
 from .corpora import TEXT_BASE, TOPICS, text_corpus
 
@@ -90,21 +88,3 @@ def test_is_deterministic():
 def test_unfitted_use_raises_a_clear_error():
     with pytest.raises(NotFittedError, match="TextDriftDetector is not fitted yet"):
         TextDriftDetector().score(["hello"] * 600)
-
-
-@pytest.mark.parametrize(
-    ("messages", "text"),
-    [
-        (json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"},
-                                                {"type": "image", "uri": "x"},
-                                                {"type": "text", "content": "there"}]}]), "Hi\nthere"),
-        (json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why?"}]),
-         "Be brief.\nWhy?"),
-        ("plain text, not JSON", "plain text, not JSON"),
-        ("", ""),
-        ('{"role": "user"}', ""),
-        ("[" * 100_000, "[" * 100_000),
-    ],
-)
-def test_messages_text(messages, text):
-    assert messages_text(messages) == text
