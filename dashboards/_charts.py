@@ -17,6 +17,8 @@ from itertools import pairwise
 
 from markupsafe import Markup, escape
 
+from infersight.collector.store import usd_text
+
 PALETTE = ("#3b6fd8", "#e08a1e", "#2f9e62", "#c8413b", "#7a5cc7", "#1c9fb0", "#b5577f", "#7d8a2e")
 OTHER = "#a4abb8"
 WIDTH = 960
@@ -44,12 +46,7 @@ def fmt(value: float | None, unit: str) -> str:
             return f"{value:.3g} s"
         return f"{value * 1000:,.0f} ms" if abs(value) >= 0.001 or value == 0 else f"{value * 1000:.2f} ms"
     if unit == "usd":
-        if value == 0:
-            return "$0"
-        if abs(value) >= 1:
-            return f"${value:,.2f}"
-        # Three significant digits however cheap: a $0.000012 call must not read "$0.0000".
-        return f"${value:.{max(4, 2 - math.floor(math.log10(abs(value))))}f}"
+        return usd_text(value)
     if unit == "pct":
         return f"{value * 100:.1f}%" if value >= 0.001 or value == 0 else f"{value * 100:.2f}%"
     if unit == "score":

@@ -183,19 +183,23 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
 
 
 def top_users(store: Store, project: str, view: View, limit: int = 10) -> list[dict[str, Any]]:
-    """The users (``infersight.user.id``) who spent most over the view, with their tenant."""
-    params: dict[str, Any] = {"project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit}
+    """The users (``infersight.user.id``) who spent most over the view, by LLM calls. A user is
+    one of a tenant's: the same id under two tenants is two users (ids are the tenants' own)."""
+    params: dict[str, Any] = {
+        "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit, "llm": LLM,
+    }
     rows = store.query(
-        "SELECT user_id, any(tenant) AS user_tenant, count() AS requests, sum(ifNull(cost_usd, 0)) AS cost_usd"
-        " FROM llm_spans WHERE project = {project:String}"
+        "SELECT tenant, user_id, count() AS requests, sum(ifNull(cost_usd, 0)) AS cost_usd,"
+        " countIf(llm_spans.cost_usd IS NULL) AS unpriced_calls"
+        " FROM llm_spans WHERE project = {project:String} AND kind = {llm:String}"
         " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
         f" AND user_id != ''{where(view, params)}"
-        " GROUP BY user_id ORDER BY cost_usd DESC, user_id LIMIT {limit:UInt32}",
+        " GROUP BY tenant, user_id ORDER BY cost_usd DESC, tenant, user_id LIMIT {limit:UInt32}",
         params,
     )
     for row in rows:
-        row["tenant"] = row.pop("user_tenant")
         row["requests"], row["cost_usd"] = int(row["requests"]), float(row["cost_usd"])
+        row["unpriced_calls"] = int(row["unpriced_calls"])
     return rows
 
 

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from infersight.collector.store import usd_text
+
 from ._charts import fmt
 
 
@@ -54,3 +56,4 @@ env.filters["utc"] = _utc
 env.filters["utc_date"] = _utc_date
 env.filters["safe_link"] = safe_link
 env.filters["num"] = _num
+env.globals["usd"] = usd_text  # usd(cost, unpriced_calls): "unpriced" where no price is known

@@ -114,13 +114,6 @@ class SamplingPolicy:
         return max(stratum, self.flagged_rate) if flagged else stratum
 
 
-def _has_detections_table(store: Store) -> bool:
-    rows = store.query(
-        "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'detections'"
-    )
-    return bool(rows and int(rows[0]["n"]))
-
-
 class Sampler:
     """Chooses the LLM spans of a time window to judge (see the module docstring for the rule).
 
@@ -128,7 +121,7 @@ class Sampler:
         store: where ``llm_spans`` and ``otel_traces`` live.
         policy: the rates.
         use_detections: a span with a row in the ``detections`` table (any detector, any
-            label, in the window) is flagged; skipped when the table does not exist.
+            label, in the window) is flagged.
         flagged: more flagged span ids for a window, from anywhere else
             (``lambda project, since_ns, until_ns: ids``).
 
@@ -146,8 +139,7 @@ class Sampler:
     def sample(self, project: str, since_ns: int, until_ns: int) -> list[SampledSpan]:
         """The sampled spans of ``[since_ns, until_ns)``, in budget order, without their content."""
         flagged_ids = sorted(set(self.flagged(project, since_ns, until_ns))) if self.flagged else []
-        detections = self.use_detections and _has_detections_table(self.store)
-        sql = _SAMPLE_SQL.replace("__DETECTIONS__", _DETECTIONS_FLAG if detections else "")
+        sql = _SAMPLE_SQL.replace("__DETECTIONS__", _DETECTIONS_FLAG if self.use_detections else "")
         rows = self.store.query(sql, {
             "project": project, "since_ns": since_ns, "until_ns": until_ns, "judge_route": JUDGE_ROUTE,
             "rate": float(self.policy.rate), "min_per_stratum": float(self.policy.min_per_stratum),

@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..store import Store, call_figures
+from ..store import Store, call_figures, usd_text
 from ._model import Alert
 
 DIGEST = "DailyDigest"
@@ -42,15 +42,17 @@ class Digest:
         out = [
             f"{self.project} on {self.day}: {t['llm_calls']:,} calls ({_delta(t['llm_calls'], p['llm_calls'])}), "
             f"error rate {t['llm_error_rate']:.2%}, "
-            f"cost ${t['cost_usd']:,.2f} ({_delta(t['cost_usd'], p['cost_usd'])}), "
+            f"cost {usd_text(t['cost_usd'], t['unpriced_calls'])} ({_delta(t['cost_usd'], p['cost_usd'])}), "
             f"p95 latency {_ms(t['latency_s']['p95'])}"
         ]
         if self.slowest_routes:
             out.append("Slowest routes (p95): "
                        + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
         if self.top_spenders:
-            out.append("Top spenders: "
-                       + ", ".join(f"{r['tenant'] or '(none)'} ${r['cost_usd']:,.2f}" for r in self.top_spenders[:3]))
+            out.append("Top spenders: " + ", ".join(
+                f"{r['tenant'] or '(none)'} {usd_text(r['cost_usd'], r['unpriced_calls'])}"
+                for r in self.top_spenders[:3]
+            ))
         moved = [r for r in self.detector_rates if r["per_1k"] >= 2 * max(r["previous_per_1k"], 0.5)]
         if moved:
             out.append("Soft failures up: " + ", ".join(
@@ -66,7 +68,7 @@ class Digest:
         return out
 
     def html(self) -> str:
-        return _env.get_template("digest.html").render(d=self, ms=_ms, delta=_delta)
+        return _env.get_template("digest.html").render(d=self, ms=_ms, delta=_delta, usd=usd_text)
 
     def as_alert(self, now: datetime) -> Alert:
         """The digest as an informational alert for the channels (sent with ``paging=False``)."""
@@ -108,11 +110,11 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
     prev_start, _ = _window(day - timedelta(days=1))
     params = {"project": project, "start": start, "end": end}
     digest = Digest(project, day, _totals(store, project, day), _totals(store, project, day - timedelta(days=1)))
-    digest.slowest_routes = store.query(
-        "SELECT route, count() AS calls, quantile(0.95)(duration_s) AS p95_s FROM llm_spans WHERE " + _RANGE
-        + " AND kind = 'llm' GROUP BY route HAVING calls >= 5 ORDER BY p95_s DESC LIMIT 5",
-        params,
-    )
+    by_route = [r for r in call_figures(store, project, start, until_ns=end, by=("route",)) if r["llm_calls"] >= 5]
+    digest.slowest_routes = [
+        {"route": r["route"], "calls": r["llm_calls"], "p95_s": r["latency_s"]["p95"]}
+        for r in sorted(by_route, key=lambda r: (-r["latency_s"]["p95"], r["route"]))[:5]
+    ]
     digest.top_spenders = call_figures(store, project, start, until_ns=end, by=("tenant",))[:5]
     llm_calls = {"now": digest.totals["llm_calls"], "before": digest.previous["llm_calls"]}
     rates = store.query(

@@ -16,7 +16,7 @@ from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
 from ._kinds import KINDS, LLM, kind_of, operations_of
-from ._metrics import call_figures
+from ._metrics import call_figures, usd_text
 from ._queries import dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
@@ -44,4 +44,5 @@ __all__ = [
     "since_to_unix_ns",
     "statements",
     "summary",
+    "usd_text",
 ]

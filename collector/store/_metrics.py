@@ -8,6 +8,7 @@ shows one of these figures asks :func:`call_figures` for it instead of writing i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -76,3 +77,18 @@ def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
         "unpriced_calls": int(row["unpriced_calls"]),
         "latency_s": {"p50": q[0], "p95": q[1], "p99": q[2]},
     }
+
+
+def usd_text(value: float | None, unpriced_calls: int = 0) -> str:
+    """Money as every surface shows it: cents from $1 up, three significant digits below (a
+    $0.000012 call must not read "$0.0000"), and "unpriced" for calls of models with no known
+    price, which are never shown as $0."""
+    if value is None or not math.isfinite(value) or (value == 0 and unpriced_calls):
+        return "unpriced" if unpriced_calls or value is None else "–"
+    if value == 0:
+        text = "$0"
+    elif abs(value) >= 1:
+        text = f"${value:,.2f}"
+    else:
+        text = f"${value:.{max(4, 2 - math.floor(math.log10(abs(value))))}f}"
+    return f"{text} + {unpriced_calls:,} unpriced" if unpriced_calls else text

@@ -50,6 +50,22 @@ def test_digest_numbers_and_html(store):
     assert 'id="calls">220<' in html
 
 
+def test_digest_money_keeps_its_precision_and_says_unpriced(store):
+    project = "digest-money"
+    spans = rows(project, DAY, 10, cost=0.0000031, tenant="cheap") + rows(project, DAY, 5, cost=None, tenant="private")
+    store.insert("llm_spans", encode_rows(spans))
+    digest = build_digest(store, project, DAY)
+    spenders = {r["tenant"]: r for r in digest.top_spenders}
+    assert spenders["private"]["unpriced_calls"] == 5 and spenders["cheap"]["unpriced_calls"] == 0
+    lines = digest.lines()
+    assert "cost $0.0000310 + 5 unpriced" in lines[0]  # not "$0.00"
+    top = next(line for line in lines if line.startswith("Top spenders"))
+    assert "cheap $0.0000310" in top and "private unpriced" in top
+    html = digest.html()
+    assert 'id="cost">$0.0000310 + 5 unpriced<' in html
+    assert ">unpriced</td>" in html and "$0.00<" not in html
+
+
 def test_digest_goes_out_once_a_day_without_paging(store):
     project = "digest-send"
     store.insert("llm_spans", encode_rows(rows(project, DAY, 30, cost=0.02)))

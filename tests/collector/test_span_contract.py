@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import KINDS, call_figures, encode_rows, kind_of, operations_of, summary
+from infersight.collector.store import KINDS, call_figures, encode_rows, kind_of, operations_of, summary, usd_text
 from infersight.collector.store._kinds import kind_sql
 from infersight.dashboards._charts import fmt
 from tests.collector.otlp_bodies import genai_spans_json
@@ -102,3 +102,19 @@ def test_a_call_of_an_unpriced_model_is_unknown_cost_not_zero(store, tmp_path):
 @pytest.mark.parametrize(("usd", "shown"), [(0.0000123, "$0.0000123"), (0.00345, "$0.00345"), (12.5, "$12.50")])
 def test_cheap_calls_keep_three_significant_digits(usd, shown):
     assert fmt(usd, "usd") == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "unpriced", "text"),
+    [
+        (0.0, 0, "$0"),  # a free model
+        (0.0, 3, "unpriced"),  # not "$0": nothing known about its price
+        (None, 0, "unpriced"),
+        (0.000031, 0, "$0.0000310"),
+        (0.1234, 0, "$0.1234"),
+        (1234.5, 0, "$1,234.50"),
+        (2.5, 4, "$2.50 + 4 unpriced"),
+    ],
+)
+def test_money_reads_the_same_on_every_surface(value, unpriced, text):
+    assert usd_text(value, unpriced) == text

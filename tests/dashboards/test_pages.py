@@ -246,3 +246,18 @@ def test_alert_links_open_the_explaining_view(dash):
     assert "cost_anomaly" not in dash.client.get("/alerts", params={"tenant": "globex"}).text
     assert dash.client.get("/cost", params={"tenant": "acme"}).status_code == 200
     assert dash.client.get("/latency", params={"service": "support-bot", "queue": "jobs"}).status_code == 200
+
+
+def test_users_are_keyed_by_tenant_and_count_llm_calls(any_dash):
+    dash = any_dash
+    dash.add_calls([
+        dash.call(tenant="acme", user="u-7", cost_usd=0.002),
+        dash.call(tenant="acme", user="u-7", cost_usd=0.002),
+        dash.call(tenant="globex", user="u-7", cost_usd=0.0005),
+    ])
+    users = dash.client.get("/api/v1/cost", params={"since": "24h"}).json()["users"]
+    # Each call is a RAG request (retrieval, rerank, one LLM call): only the LLM calls count.
+    assert [(u["tenant"], u["user_id"], u["requests"]) for u in users] == [("acme", "u-7", 2), ("globex", "u-7", 1)]
+    assert users[0]["cost_usd"] == pytest.approx(0.004) and users[1]["cost_usd"] == pytest.approx(0.0005)
+    page = dash.client.get("/cost", params={"range": "24h"}).text
+    assert page.count("<td>u-7</td>") == 2
