@@ -9,10 +9,17 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from infersight.collector.store import LLM, Store, clickhouse_time, operations_of
+from infersight.collector.store import (
+    LLM,
+    Store,
+    clickhouse_time,
+    merge_histograms,
+    operations_of,
+    percentiles,
+)
 
 from ._filters import NS, View, where
-from ._rollup import aggregate, merge, percentiles
+from ._rollup import aggregate
 
 # The rollups are keyed by operation: model calls are the operations of kind 'llm' (the span
 # contract, infersight.collector.store), retrieval and rerank the steps around them.
@@ -49,7 +56,7 @@ def _rate(part: float, whole: float) -> float:
 def _combine(rows: list[dict[str, Any]], sums: tuple[str, ...], latencies: tuple[str, ...]) -> dict[str, Any]:
     """Rows of :func:`aggregate` (``histograms=True``) added up, latencies as percentiles."""
     out: dict[str, Any] = {m: sum(row[m] for row in rows) for m in sums}
-    out.update({m: percentiles(merge(row[m] for row in rows)) for m in latencies})
+    out.update({m: percentiles(merge_histograms(row[m] for row in rows)) for m in latencies})
     return out
 
 

@@ -5,70 +5,18 @@ A window rarely starts and ends on whole hours. The whole hours inside it come f
 the partial hours at its edges from ``llm_spans`` (and ``llm_span_extras``); each source yields
 partial aggregates per key (sums, and latency histograms in the rollups' buckets) and one outer
 ``GROUP BY`` adds them up. So counts are exact for any window, and a percentile is the same
-histogram estimate (within 4.4%) whichever source a span came from. The rollup DDL is in
-``collector/sql/040_rollups.sql``; :func:`bucket_sql` must stay the expression it uses.
+histogram estimate (within 4.4%) whichever source a span came from: the store's one histogram
+(``infersight.collector.store.histogram_sql``), from which the rollup DDL is generated too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infersight.collector.store import Store
+from infersight.collector.store import Store, histogram_sql, percentiles
 
 from ._filters import NS, View, where
-
-LEVELS = (0.5, 0.95, 0.99, 0.999)
-PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
-BUCKETS_PER_DOUBLING = 8
-SMALLEST_S = 1e-4
-
-
-def bucket_sql(column: str) -> str:
-    """The rollups' histogram bucket of ``column`` (seconds): 0 for zero, else 1..255 on a log scale."""
-    return (
-        f"toUInt8(if(ifNull({column}, 0) <= 0, 0, least(255, greatest(1,"
-        f" round(log2(ifNull({column}, 0) / 1e-4) * {BUCKETS_PER_DOUBLING}) + 1))))"
-    )
-
-
-def histogram_sql(column: str) -> str:
-    """A ``Map(UInt8, UInt64)`` histogram of the non-null values of ``column`` (an aggregate)."""
-    return f"sumMapIf(map({bucket_sql(column)}, toUInt64(1)), {column} IS NOT NULL)"
-
-
-def bucket_value(bucket: int) -> float:
-    """The value (seconds) a histogram bucket stands for."""
-    return 0.0 if bucket <= 0 else SMALLEST_S * 2 ** ((bucket - 1) / BUCKETS_PER_DOUBLING)
-
-
-def merge(histograms: Iterable[Mapping[int, int] | None]) -> dict[int, int]:
-    """The sum of histograms (as :func:`aggregate` returns them with ``histograms=True``)."""
-    out: dict[int, int] = {}
-    for histogram in histograms:
-        for bucket, count in (histogram or {}).items():
-            out[bucket] = out.get(bucket, 0) + count
-    return out
-
-
-def percentiles(histogram: Mapping[Any, Any] | None) -> dict[str, float | None]:
-    """p50/p95/p99/p999 (nearest rank) of a histogram; ``None`` each when it is empty."""
-    counts = sorted((int(k), int(v)) for k, v in (histogram or {}).items() if int(v) > 0)
-    total = sum(v for _, v in counts)
-    out: dict[str, float | None] = {}
-    for name, level in zip(PERCENTILE_NAMES, LEVELS, strict=True):
-        if not total:
-            out[name] = None
-            continue
-        rank, seen = max(math.ceil(level * total), 1), 0
-        for bucket, count in counts:
-            seen += count
-            if seen >= rank:
-                out[name] = bucket_value(bucket)
-                break
-    return out
-
 
 # measure -> (expression over llm_spans, expression over llm_span_extras); None: not there.
 _RAW: dict[str, tuple[str | None, str | None]] = {
@@ -130,7 +78,7 @@ def aggregate(
         match: extra conditions on key columns, bound: a string for equality
             (``{"operation": "chat"}``), a tuple for membership.
         histograms: return latency measures as histograms (``{bucket: calls}``) instead of
-            percentiles, for the caller to :func:`merge` across rows first.
+            percentiles, for the caller to merge across rows first.
 
     Rows come back ordered by the keys. Blocks on the store.
     """

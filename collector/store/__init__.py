@@ -15,6 +15,7 @@ from ..errors import DataDirLocked, StoreError
 from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
+from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operations_of
 from ._metrics import call_figures, usd_text
 from ._queries import dead_letters, detections, queues, recent_spans, summary
@@ -29,6 +30,7 @@ __all__ = [
     "LLM",
     "Store",
     "StoreError",
+    "bucket_value",
     "call_figures",
     "clickhouse_time",
     "cluster_statements",
@@ -36,9 +38,12 @@ __all__ = [
     "dead_letters",
     "detections",
     "encode_rows",
+    "histogram_sql",
     "insert_error",
     "kind_of",
+    "merge_histograms",
     "operations_of",
+    "percentiles",
     "queues",
     "recent_spans",
     "since_to_unix_ns",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._base import Store
+from ._histogram import histogram_sql, percentiles
 from ._kinds import KINDS, LLM
 
 _IS_CALL = f"kind = '{LLM}'"
@@ -27,7 +28,9 @@ _FIGURES = {
     "cost_usd": f"sumIf(ifNull(cost_usd, 0), {_IS_CALL})",
     # Calls of models with no known price: their cost is unknown, not 0, and not in cost_usd.
     "unpriced_calls": f"countIf({_IS_CALL} AND llm_spans.cost_usd IS NULL)",  # the column, not the sum above
-    "latency_s": f"quantilesIf(0.5, 0.95, 0.99)(duration_s, {_IS_CALL})",
+    # Percentiles come from the one latency histogram (._histogram), as the rollups store it.
+    "latency_s": histogram_sql("duration_s", _IS_CALL),
+    "ttft_s": histogram_sql("ttft_s", _IS_CALL),
     "kinds": "sumMap(map(kind, toUInt64(1)))",
 }
 _DIMENSION = re.compile(r"^[a-z_]{1,32}$")
@@ -40,8 +43,9 @@ def call_figures(
     the ``by`` columns (``llm_spans`` column names), largest cost first; one dict when ``by`` is
     empty. Each dict: the ``by`` columns, ``spans`` (all kinds), ``kinds`` (spans per kind),
     ``llm_calls``, ``llm_errors``, ``llm_error_rate``, ``input_tokens``, ``output_tokens``,
-    ``cost_usd`` (of priced calls), ``unpriced_calls`` and ``latency_s`` (p50/p95/p99 in
-    seconds, ``None`` without calls). Blocks on one query.
+    ``cost_usd`` (of priced calls), ``unpriced_calls``, ``latency_s`` and ``ttft_s``
+    (p50/p95/p99 in seconds of the store's latency histogram, the same estimate the pages'
+    rollups give; ``None`` without calls or streams). Blocks on one query.
     """
     for column in by:
         if not _DIMENSION.match(column):
@@ -62,7 +66,6 @@ def call_figures(
 
 def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
     calls, errors = int(row["llm_calls"]), int(row["llm_errors"])
-    q = row["latency_s"] if calls else [None, None, None]
     kinds = {kind: int(row["kinds"].get(kind, 0)) for kind in KINDS if row["kinds"].get(kind)}
     return {
         **{column: row[column] for column in by},
@@ -75,8 +78,14 @@ def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
         "output_tokens": int(row["output_tokens"]),
         "cost_usd": float(row["cost_usd"]),
         "unpriced_calls": int(row["unpriced_calls"]),
-        "latency_s": {"p50": q[0], "p95": q[1], "p99": q[2]},
+        "latency_s": _p50_p95_p99(row["latency_s"]),
+        "ttft_s": _p50_p95_p99(row["ttft_s"]),
     }
+
+
+def _p50_p95_p99(histogram: dict[Any, Any]) -> dict[str, float | None]:
+    levels = percentiles(histogram)
+    return {name: levels[name] for name in ("p50", "p95", "p99")}
 
 
 def usd_text(value: float | None, unpriced_calls: int = 0) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from ._histogram import histogram_sql
 from ._kinds import kind_sql
 
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.MULTILINE)
@@ -19,6 +20,7 @@ _DROP = re.compile(r"^DROP (VIEW|TABLE) IF EXISTS (\w+)$")
 _ENGINE = re.compile(r"ENGINE = (\w*MergeTree)\(([^)]*)\)")
 _FROM = re.compile(r"\bFROM (\w+)")
 _ALTER = re.compile(r"^ALTER TABLE (\w+) ")
+_HISTOGRAM = re.compile(r"\$HISTOGRAM\((\w+)\)")
 
 
 def statements() -> list[str]:
@@ -31,6 +33,7 @@ def statements() -> list[str]:
         text = "\n".join(
             line for line in path.read_text().splitlines() if not line.lstrip().startswith("--")
         ).replace("$KIND_OF_OPERATION", kind_sql("operation"))
+        text = _HISTOGRAM.sub(lambda m: histogram_sql(m.group(1)), text)
         out.extend(s.strip() for s in text.split(";\n") if s.strip().rstrip(";"))
     return [s.rstrip(";") for s in out]
 

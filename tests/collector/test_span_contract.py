@@ -65,7 +65,7 @@ def test_a_rag_request_is_one_llm_call_whatever_the_other_spans(store):
     assert (figures["llm_calls"], figures["llm_errors"], figures["llm_error_rate"]) == (2, 1, 0.5)
     assert (figures["input_tokens"], figures["output_tokens"]) == (200, 20)
     # Latency is the calls' (2 s each), not the 1 ms steps around them.
-    assert figures["latency_s"]["p50"] == pytest.approx(2.0)
+    assert figures["latency_s"]["p50"] == pytest.approx(2.0, rel=0.045)  # the latency histogram: within 4.4%
     (by_tenant,) = figures["tenants"]
     assert (by_tenant["llm_calls"], by_tenant["llm_errors"], by_tenant["spans"]) == (2, 1, 10)
 

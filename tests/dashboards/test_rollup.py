@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from infersight.collector.store import bucket_value, merge_histograms, percentiles
 from infersight.dashboards._charts import Bar, Series, hbars, line_chart, stacked_bars, waterfall
 from infersight.dashboards._filters import HOUR_NS, NS, View
-from infersight.dashboards._rollup import aggregate, bucket_value, merge, percentiles
+from infersight.dashboards._rollup import aggregate
 
 MEASURES = ("requests", "errors", "cost_usd", "duration_s", "ttft_s", "queue_wait_s", "prefill_s", "tpot_s",
             "rerank_candidates")
@@ -37,7 +38,7 @@ def test_rollup_and_raw_paths_agree(dash, tenant):
     assert rolled["cost_usd"] == pytest.approx(sum(c.cost_usd for c in expected))
     assert rolled["rerank_candidates"] == sum(c.candidates for c in expected)
     for measure in ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "tpot_s"):
-        assert rolled[measure] == merge(m[measure] for m in minutes), measure
+        assert rolled[measure] == merge_histograms(m[measure] for m in minutes), measure
     p = percentiles(rolled["queue_wait_s"])
     waits = sorted(c.queue_wait_s for c in expected)
     assert p["p50"] == pytest.approx(waits[(len(waits) + 1) // 2 - 1], rel=0.05)

@@ -4,8 +4,8 @@
 -- Latencies are kept as log-scale histograms, Map(bucket, calls), summed with sumMap: merging
 -- hours is then an addition, where t-digest states took ~8 us each to merge. Bucket 0 holds
 -- zero; bucket i >= 1 holds values within 4.4% of 1e-4 * 2^((i - 1) / 8) seconds (0.1 ms to
--- ~100 h, clamped). dashboards/_rollup.py computes the same buckets from raw spans and reads
--- percentiles off the summed histogram.
+-- ~100 h, clamped). $HISTOGRAM(column) is store/_histogram.histogram_sql, the one definition
+-- that the figures over raw spans (store/_metrics, dashboards/_rollup) use too.
 --
 -- llm_span_extras holds what llm_spans has no column for: prefill time and rerank candidate
 -- counts. Only the infersight SDK sets those attributes, and it also sets the GenAI names, so the
@@ -88,12 +88,12 @@ SELECT
     sum(input_tokens) AS input_tokens,
     sum(output_tokens) AS output_tokens,
     sum(ifNull(cost_usd, 0)) AS cost_usd,
-    sumMapIf(map(toUInt8(if(ifNull(duration_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(duration_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), duration_s IS NOT NULL) AS duration_s,
-    sumMapIf(map(toUInt8(if(ifNull(ttft_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(ttft_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), ttft_s IS NOT NULL) AS ttft_s,
-    sumMapIf(map(toUInt8(if(ifNull(queue_wait_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(queue_wait_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), queue_wait_s IS NOT NULL) AS queue_wait_s,
-    sumMapIf(map(toUInt8(if(ifNull(itl_p50_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p50_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p50_s IS NOT NULL) AS itl_p50_s,
-    sumMapIf(map(toUInt8(if(ifNull(itl_p95_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p95_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p95_s IS NOT NULL) AS itl_p95_s,
-    sumMapIf(map(toUInt8(if(ifNull(tpot_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(tpot_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), tpot_s IS NOT NULL) AS tpot_s
+    $HISTOGRAM(duration_s) AS duration_s,
+    $HISTOGRAM(ttft_s) AS ttft_s,
+    $HISTOGRAM(queue_wait_s) AS queue_wait_s,
+    $HISTOGRAM(itl_p50_s) AS itl_p50_s,
+    $HISTOGRAM(itl_p95_s) AS itl_p95_s,
+    $HISTOGRAM(tpot_s) AS tpot_s
 FROM llm_spans
 GROUP BY project, period, service, service_version, operation, route, model;
 
@@ -101,7 +101,7 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_extras_mv TO llm_hourly AS
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, model,
     sum(rerank_candidates) AS rerank_candidates,
-    sumMapIf(map(toUInt8(if(ifNull(prefill_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(prefill_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), prefill_s IS NOT NULL) AS prefill_s
+    $HISTOGRAM(prefill_s) AS prefill_s
 FROM llm_span_extras
 GROUP BY project, period, service, service_version, operation, route, model;
 
@@ -143,12 +143,12 @@ SELECT
     sum(input_tokens) AS input_tokens,
     sum(output_tokens) AS output_tokens,
     sum(ifNull(cost_usd, 0)) AS cost_usd,
-    sumMapIf(map(toUInt8(if(ifNull(duration_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(duration_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), duration_s IS NOT NULL) AS duration_s,
-    sumMapIf(map(toUInt8(if(ifNull(ttft_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(ttft_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), ttft_s IS NOT NULL) AS ttft_s,
-    sumMapIf(map(toUInt8(if(ifNull(queue_wait_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(queue_wait_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), queue_wait_s IS NOT NULL) AS queue_wait_s,
-    sumMapIf(map(toUInt8(if(ifNull(itl_p50_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p50_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p50_s IS NOT NULL) AS itl_p50_s,
-    sumMapIf(map(toUInt8(if(ifNull(itl_p95_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(itl_p95_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), itl_p95_s IS NOT NULL) AS itl_p95_s,
-    sumMapIf(map(toUInt8(if(ifNull(tpot_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(tpot_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), tpot_s IS NOT NULL) AS tpot_s
+    $HISTOGRAM(duration_s) AS duration_s,
+    $HISTOGRAM(ttft_s) AS ttft_s,
+    $HISTOGRAM(queue_wait_s) AS queue_wait_s,
+    $HISTOGRAM(itl_p50_s) AS itl_p50_s,
+    $HISTOGRAM(itl_p95_s) AS itl_p95_s,
+    $HISTOGRAM(tpot_s) AS tpot_s
 FROM llm_spans
 GROUP BY project, period, service, service_version, operation, route, tenant, model;
 
@@ -156,6 +156,6 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_extras_mv TO llm_tenant
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, tenant, model,
     sum(rerank_candidates) AS rerank_candidates,
-    sumMapIf(map(toUInt8(if(ifNull(prefill_s, 0) <= 0, 0, least(255, greatest(1, round(log2(ifNull(prefill_s, 0) / 1e-4) * 8) + 1)))), toUInt64(1)), prefill_s IS NOT NULL) AS prefill_s
+    $HISTOGRAM(prefill_s) AS prefill_s
 FROM llm_span_extras
 GROUP BY project, period, service, service_version, operation, route, tenant, model;
