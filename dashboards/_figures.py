@@ -24,7 +24,7 @@ def latency_figures(data: dict[str, Any]) -> dict[str, Markup]:
             Series("queue wait p50", [p["queue_wait_s"]["p50"] for p in points], "#e08a1e"),
             Series("prefill p50", [p["prefill_s"]["p50"] for p in points], "#7a5cc7"),
         ],
-        unit="ms", title="Median time to first token: queue wait + prefill",
+        unit="ms", title="Median wait for the first token: queue wait + prefill",
     )
     itl = line_chart(
         xs,
