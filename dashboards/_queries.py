@@ -11,6 +11,7 @@ from typing import Any
 
 from infersight.collector.store import (
     LLM,
+    UNPRICED,
     Store,
     clickhouse_time,
     merge_histograms,
@@ -24,7 +25,6 @@ from ._rollup import aggregate
 # The rollups are keyed by operation: model calls are the operations of kind 'llm' (the span
 # contract, infersight.collector.store), retrieval and rerank the steps around them.
 LLM_OPERATIONS = operations_of(LLM)
-STEP_OPERATIONS = (*operations_of("retrieval"), *operations_of("rerank"))
 LATENCY_MEASURES = ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "itl_p50_s", "itl_p95_s", "tpot_s")
 SUMS = ("requests", "errors", "rerank_candidates")
 SPEND_MEASURES = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")
@@ -140,16 +140,13 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
     """Spend over the view: totals, per ``by`` (tenant, route or model) over time, the top
     tenants, routes, models and users, and the cost loops and context stuffing found.
 
-    Spend counts every GenAI span; ``requests`` counts LLM calls (not the retrieval and rerank
-    steps), and ``cost_per_1k`` is dollars per 1,000 of them.
+    Every figure is of LLM calls, as on every other surface (``store.call_figures``): the
+    retrieval, rerank, embedding and tool spans around them neither count as calls nor add
+    spend; ``cost_per_1k`` is dollars per 1,000 calls.
     """
     if by not in COST_BY:
         by = "tenant"
-    cells = aggregate(store, project, view, (*COST_BY, "operation"), SPEND_MEASURES)
-    for cell in cells:
-        # Calls are LLM calls: the retrieval and rerank around them would dilute "per 1k calls".
-        if cell["operation"] in STEP_OPERATIONS:
-            cell["requests"] = cell["errors"] = 0
+    cells = aggregate(store, project, view, COST_BY, SPEND_MEASURES, match={"operation": LLM_OPERATIONS})
     tables: dict[str, list[dict[str, Any]]] = {}
     for dim in COST_BY:
         per: dict[str, dict[str, Any]] = {}
@@ -169,7 +166,7 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
 
     top = [row["name"] for row in tables[by][:_TOP_SERIES]]
     buckets: dict[int, dict[str, float]] = {}
-    for row in aggregate(store, project, view, ("bucket", by), ("cost_usd",)):
+    for row in aggregate(store, project, view, ("bucket", by), ("cost_usd",), match={"operation": LLM_OPERATIONS}):
         name = row[by] if row[by] in top else "(other)"
         in_bucket = buckets.setdefault(row["bucket"], {})
         in_bucket[name] = in_bucket.get(name, 0.0) + row["cost_usd"]
@@ -197,7 +194,7 @@ def top_users(store: Store, project: str, view: View, limit: int = 10) -> list[d
     }
     rows = store.query(
         "SELECT tenant, user_id, count() AS requests, sum(ifNull(cost_usd, 0)) AS cost_usd,"
-        " countIf(llm_spans.cost_usd IS NULL) AS unpriced_calls"
+        f" countIf({UNPRICED}) AS unpriced_calls"
         " FROM llm_spans WHERE project = {project:String} AND kind = {llm:String}"
         " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
         f" AND user_id != ''{where(view, params)}"

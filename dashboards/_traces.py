@@ -93,8 +93,10 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
         " groupUniqArray(service) AS services, groupUniqArray(route) AS routes,"
         " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = 'llm') AS models,"
         " count() AS spans, countIf(kind = 'llm') AS llm_calls,"
-        " countIf(status = 'error') AS errors, sum(input_tokens) AS input_tokens,"
-        " sum(output_tokens) AS output_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd"
+        # Errors of any step (a failed retrieval fails the request); tokens and cost of the LLM
+        # calls, as every other surface counts them.
+        " countIf(status = 'error') AS errors, sumIf(input_tokens, kind = 'llm') AS input_tokens,"
+        " sumIf(output_tokens, kind = 'llm') AS output_tokens, sumIf(ifNull(cost_usd, 0), kind = 'llm') AS cost_usd"
         f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
         " GROUP BY trace_id",
         params,

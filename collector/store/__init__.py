@@ -17,7 +17,7 @@ from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operations_of
-from ._metrics import call_figures, usd_text
+from ._metrics import UNPRICED, call_figures, usd_text
 from ._queries import dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
@@ -29,6 +29,7 @@ __all__ = [
     "KINDS",
     "LLM",
     "Store",
+    "UNPRICED",
     "StoreError",
     "bucket_value",
     "call_figures",

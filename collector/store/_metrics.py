@@ -18,6 +18,10 @@ from ._histogram import histogram_sql, percentiles
 from ._kinds import KINDS, LLM
 
 _IS_CALL = f"kind = '{LLM}'"
+# A call that used tokens of a model with no known price: its cost is unknown, not 0. (A failed
+# call with no usage costs nothing and is not unpriced.) Qualified names: the figures below
+# alias sums as cost_usd and the token columns.
+UNPRICED = "llm_spans.cost_usd IS NULL AND (llm_spans.input_tokens > 0 OR llm_spans.output_tokens > 0)"
 # Name -> aggregate over llm_spans rows. Percentiles are of LLM calls only and None without any.
 _FIGURES = {
     "spans": "count()",
@@ -27,7 +31,7 @@ _FIGURES = {
     "output_tokens": f"sumIf(output_tokens, {_IS_CALL})",
     "cost_usd": f"sumIf(ifNull(cost_usd, 0), {_IS_CALL})",
     # Calls of models with no known price: their cost is unknown, not 0, and not in cost_usd.
-    "unpriced_calls": f"countIf({_IS_CALL} AND llm_spans.cost_usd IS NULL)",  # the column, not the sum above
+    "unpriced_calls": f"countIf({_IS_CALL} AND {UNPRICED})",
     # Percentiles come from the one latency histogram (._histogram), as the rollups store it.
     "latency_s": histogram_sql("duration_s", _IS_CALL),
     "ttft_s": histogram_sql("ttft_s", _IS_CALL),

@@ -53,6 +53,8 @@ def test_digest_numbers_and_html(store):
 def test_digest_money_keeps_its_precision_and_says_unpriced(store):
     project = "digest-money"
     spans = rows(project, DAY, 10, cost=0.0000031, tenant="cheap") + rows(project, DAY, 5, cost=None, tenant="private")
+    for span in spans:
+        span["input_tokens"] = 12  # tokens used: a call without a price is unpriced, not free
     store.insert("llm_spans", encode_rows(spans))
     digest = build_digest(store, project, DAY)
     spenders = {r["tenant"]: r for r in digest.top_spenders}

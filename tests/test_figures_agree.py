@@ -1,0 +1,302 @@
+"""Every figure a user reads agrees with one reference computed here from the raw spans.
+
+A mixed dataset goes in through the real OTLP route: RAG requests (retrieval, rerank, an LLM
+call, sometimes a tool) with failures in every kind, a provider client span nested in our LLM
+span (one call seen twice), embeddings that cost money, an unpriced model, and two tenants whose
+users share an id. The Overview, the Latency, Cost and Traces pages, their ``/api/v1`` twins,
+``/api/v1/summary``, the daily digest and the weekly report must all show the reference's
+calls, errors, error rate, tokens, cost and latency, on both store backends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from genai_prices import Usage, calc_price
+
+from infersight.collector import Settings, create_app
+from infersight.collector.alerts._digest import build_digest
+from infersight.collector.store import ClickHouseStore, Store, percentiles, usd_text
+from infersight.dashboards._report import weekly_data
+from tests.conftest import wait_for
+
+NS = 10**9
+PRICED, UNPRICED = "gpt-4o-mini", "in-house-llm-7b"
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    parent: str
+    start_ns: int
+    duration_s: float
+    attributes: dict[str, Any]
+    error: bool = False
+
+    def otlp(self) -> dict[str, Any]:
+        def value(v: Any) -> dict[str, Any]:
+            if isinstance(v, bool):
+                return {"boolValue": v}
+            if isinstance(v, int):
+                return {"intValue": str(v)}
+            if isinstance(v, float):
+                return {"doubleValue": v}
+            return {"stringValue": str(v)}
+
+        return {
+            "traceId": self.trace_id, "spanId": self.span_id, "parentSpanId": self.parent, "name": "span",
+            "kind": 3, "startTimeUnixNano": str(self.start_ns),
+            "endTimeUnixNano": str(self.start_ns + round(self.duration_s * NS)),
+            "attributes": [{"key": k, "value": value(v)} for k, v in self.attributes.items()],
+            "status": {"code": 2} if self.error else {},
+        }
+
+
+@dataclass
+class Call:
+    """What the reference knows of one LLM call."""
+
+    tenant: str
+    user: str
+    error: bool
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    duration_s: float
+
+
+def price(model: str, i: int, o: int) -> float | None:
+    if model != PRICED:
+        return None
+    return float(calc_price(Usage(input_tokens=i, output_tokens=o), model, provider_id="openai").total_price)
+
+
+def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[str, int]]:
+    """The spans to send, the LLM calls among them as the reference sees them, and spans per kind."""
+    rng = random.Random(seed)
+    spans: list[Span] = []
+    calls: list[Call] = []
+    kinds: dict[str, int] = {}
+    ids = iter(range(1, 10**6))
+
+    def span(trace: str, parent: str, at: int, seconds: float, attributes: dict[str, Any], kind: str | None,
+             error: bool = False) -> str:
+        span_id = f"{next(ids):016x}"
+        spans.append(Span(trace, span_id, parent, at, seconds, attributes, error))
+        if kind:
+            kinds[kind] = kinds.get(kind, 0) + 1
+        return span_id
+
+    for i in range(48):
+        trace = f"{i + 1:032x}"
+        at = base_ns + i * 20 * NS
+        tenant = "acme" if i % 3 else "globex"
+        who = {"infersight.tenant.id": tenant, "infersight.user.id": f"u-{i % 4}", "infersight.route": "support"}
+        root = span(trace, "", at, 3.0, {"http.route": "/ask"}, None)  # not GenAI: no kind
+        span(trace, root, at, 0.03, {**who, "gen_ai.operation.name": "retrieval"}, "retrieval", error=i % 7 == 0)
+        span(trace, root, at + 40_000_000, 0.08, {**who, "openinference.span.kind": "RERANKER"}, "rerank",
+             error=i % 11 == 0)
+        if i % 4 == 0:
+            span(trace, root, at + 50_000_000, 0.01, {**who, "gen_ai.operation.name": "embeddings",
+                                                      "gen_ai.request.model": "text-embedding-3-small",
+                                                      "gen_ai.usage.input_tokens": 50}, "embedding")
+        model = UNPRICED if i % 8 == 5 else PRICED
+        tokens_in, tokens_out = rng.randrange(200, 2000), rng.randrange(20, 400)
+        seconds = round(rng.lognormvariate(0, 0.6), 3)
+        error = i % 6 == 1
+        attributes = {**who, "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+                      "gen_ai.request.model": model}
+        if not error:
+            attributes |= {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}
+        llm = span(trace, root, at + 100_000_000, seconds, attributes, "llm", error=error)
+        if i % 5 == 2:
+            # The provider client's own span under ours: the same call again, marked by our SDK.
+            span(trace, llm, at + 101_000_000, seconds - 0.001,
+                 {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "infersight.parent_llm_span": llm,
+                  "gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}, None)
+        if i % 9 == 0:
+            span(trace, root, at + 2_500_000_000, 0.2, {**who, "gen_ai.operation.name": "execute_tool"}, "tool",
+                 error=i % 18 == 0)
+        calls.append(Call(tenant, f"u-{i % 4}", error, 0 if error else tokens_in, 0 if error else tokens_out,
+                          None if error else price(model, tokens_in, tokens_out), seconds))
+    return spans, calls, kinds
+
+
+def reference(calls: list[Call]) -> dict[str, Any]:
+    def figures(mine: list[Call]) -> dict[str, Any]:
+        errors = sum(c.error for c in mine)
+        return {
+            "llm_calls": len(mine), "llm_errors": errors, "llm_error_rate": errors / len(mine),
+            "input_tokens": sum(c.input_tokens for c in mine), "output_tokens": sum(c.output_tokens for c in mine),
+            "cost_usd": sum(c.cost_usd or 0.0 for c in mine),
+            # An errored call has no usage and so no cost: neither priced nor unpriced.
+            "unpriced_calls": sum(1 for c in mine if c.cost_usd is None and not c.error),
+        }
+
+    out = figures(calls)
+    out["tenants"] = {t: figures([c for c in calls if c.tenant == t]) for t in sorted({c.tenant for c in calls})}
+    durations = sorted(c.duration_s for c in calls)
+    out["latency_s"] = {name: durations[max(math.ceil(level * len(durations)), 1) - 1]
+                        for name, level in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}
+    return out
+
+
+def page_value(page: str, element_id: str) -> str:
+    match = re.search(rf'id="{element_id}">([^<]*)<', page)
+    assert match, f"no #{element_id} on the page"
+    return match.group(1)
+
+
+def ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+
+@pytest.fixture(params=["chdb", "clickhouse"])
+def backend(request: pytest.FixtureRequest, store: Store) -> Store:
+    if request.param == "chdb":
+        return store
+    server = ClickHouseStore(f"http://default:@{request.getfixturevalue('clickhouse_http')[len('http://'):]}/figures")
+    request.addfinalizer(server.close)
+    return server
+
+
+def test_every_surface_shows_the_reference_figures(backend, tmp_path):
+    now = time.time_ns()
+    day_start = int(datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()) * NS
+    # All spans within one UTC day (the digest's) and the last 24 hours (the pages').
+    base = now - 30 * 60 * NS if now - day_start > 40 * 60 * NS else day_start - 40 * 60 * NS
+    day = datetime.fromtimestamp(base / NS, tz=timezone.utc).date()
+    spans, calls, kinds = dataset(base)
+    ref = reference(calls)
+    project = f"figures-{now % 10**9}"
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
+    with TestClient(create_app(settings, store=backend)) as client:
+        body = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
+                                                                  "value": {"stringValue": "rag-app"}}]},
+                                   "scopeSpans": [{"spans": [s.otlp() for s in spans]}]}]}
+        response = client.post("/v1/traces", content=json.dumps(body), headers={"content-type": "application/json"})
+        assert response.status_code == 200 and "partialSuccess" not in response.text
+        summary = wait_for(lambda: (s := client.get("/api/v1/summary", params={"since": "24h"}).json())
+                           and sum(s["kinds"].values()) == sum(kinds.values()) and s)
+        _check_summary(summary, ref, kinds)
+        _check_overview(client.get("/", params={"range": "24h"}).text, summary, ref)
+        _check_latency(client, summary, ref)
+        _check_cost(client, ref)
+        _check_traces(client, ref)
+    _check_digest(backend, project, day, summary, ref)
+    _check_weekly(backend, project, day, ref)
+
+
+def _close(shown: float, expected: float) -> bool:
+    return shown == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def _check_summary(summary: dict[str, Any], ref: dict[str, Any], kinds: dict[str, int]) -> None:
+    assert summary["kinds"] == kinds
+    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+        assert summary[key] == ref[key], key
+    assert _close(summary["llm_error_rate"], ref["llm_error_rate"])
+    assert _close(summary["cost_usd"], ref["cost_usd"])
+    tenants = {t["tenant"]: t for t in summary["tenants"]}
+    assert sorted(tenants) == sorted(ref["tenants"])
+    for name, expected in ref["tenants"].items():
+        for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+            assert tenants[name][key] == expected[key], (name, key)
+        assert _close(tenants[name]["cost_usd"], expected["cost_usd"])
+    for name, expected in ref["latency_s"].items():
+        # One histogram for every latency figure: within 4.4% of the exact percentile.
+        assert summary["latency_s"][name] == pytest.approx(expected, rel=0.045), name
+
+
+def _check_overview(page: str, summary: dict[str, Any], ref: dict[str, Any]) -> None:
+    assert page_value(page, "llm-calls") == f"{ref['llm_calls']:,}"
+    assert page_value(page, "error-rate") == f"{ref['llm_error_rate'] * 100:.1f}%"
+    assert page_value(page, "cost") == usd_text(ref["cost_usd"])
+    assert f"{ref['unpriced_calls']:,} calls of models with no known price" in page
+    assert f"{ref['input_tokens']:,} / {ref['output_tokens']:,}" in page
+    assert ms(summary["latency_s"]["p50"]) in page and ms(summary["latency_s"]["p95"]) in page
+
+
+def _check_latency(client: TestClient, summary: dict[str, Any], ref: dict[str, Any]) -> None:
+    totals = client.get("/api/v1/latency", params={"since": "24h"}).json()["totals"]
+    assert (totals["requests"], totals["errors"]) == (ref["llm_calls"], ref["llm_errors"])
+    assert _close(totals["error_rate"], ref["llm_error_rate"])
+    for name in ("p50", "p95", "p99"):
+        assert totals["duration_s"][name] == summary["latency_s"][name], name  # the same number, not close
+    page = client.get("/latency", params={"range": "24h"}).text
+    assert page_value(page, "calls") == f"{ref['llm_calls']:,}"
+    assert page_value(page, "error-rate") == f"{ref['llm_error_rate'] * 100:.1f}%"
+
+
+def _check_cost(client: TestClient, ref: dict[str, Any]) -> None:
+    data = client.get("/api/v1/cost", params={"since": "24h"}).json()
+    totals = data["totals"]
+    assert totals["requests"] == ref["llm_calls"]
+    assert (totals["input_tokens"], totals["output_tokens"]) == (ref["input_tokens"], ref["output_tokens"])
+    assert _close(totals["cost_usd"], ref["cost_usd"])
+    tenants = {t["name"]: t for t in data["tenants"]}
+    for name, expected in ref["tenants"].items():
+        assert tenants[name]["requests"] == expected["llm_calls"]
+        assert _close(tenants[name]["cost_usd"], expected["cost_usd"])
+    page = client.get("/cost", params={"range": "24h"}).text
+    assert page_value(page, "cost") == usd_text(ref["cost_usd"])
+    assert page_value(page, "calls") == f"{ref['llm_calls']:,}"
+    # Users are a tenant's: u-0 of acme and u-0 of globex are two rows.
+    users = {(u["tenant"], u["user_id"]): u["requests"] for u in data["users"]}
+    assert sum(users.values()) == ref["llm_calls"]
+    assert ("acme", "u-0") in users and ("globex", "u-0") in users
+
+
+def _check_traces(client: TestClient, ref: dict[str, Any]) -> None:
+    traces = client.get("/api/v1/traces", params={"since": "24h", "limit": 200}).json()["traces"]
+    assert len(traces) == ref["llm_calls"]  # one request, one trace, one call each
+    assert sum(t["llm_calls"] for t in traces) == ref["llm_calls"]
+    assert sum(t["input_tokens"] for t in traces) == ref["input_tokens"]
+    assert _close(sum(t["cost_usd"] for t in traces), ref["cost_usd"])
+
+
+def _check_digest(store: Store, project: str, day: date, summary: dict[str, Any], ref: dict[str, Any]) -> None:
+    digest = build_digest(store, project, day)
+    totals = digest.totals
+    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+        assert totals[key] == ref[key], key
+    assert _close(totals["cost_usd"], ref["cost_usd"])
+    assert totals["latency_s"] == summary["latency_s"]
+    spenders = {r["tenant"]: r for r in digest.top_spenders}
+    for name, expected in ref["tenants"].items():
+        assert _close(spenders[name]["cost_usd"], expected["cost_usd"])
+    first = digest.lines()[0]
+    assert f"{ref['llm_calls']:,} calls" in first and f"error rate {ref['llm_error_rate']:.2%}" in first
+    assert f"cost {usd_text(ref['cost_usd'], ref['unpriced_calls'])}" in first
+    assert f"p95 latency {ms(summary['latency_s']['p95'])}" in first
+
+
+def _check_weekly(store: Store, project: str, day: date, ref: dict[str, Any]) -> None:
+    monday = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) - timedelta(days=day.weekday())
+    data = weekly_data(store, project, monday)
+    headline = {row["label"]: row for row in data["headline"]}
+    assert headline["LLM calls"]["current"] == ref["llm_calls"]
+    assert _close(headline["Spend"]["current"], ref["cost_usd"])
+    assert _close(headline["Error rate"]["current"], ref["llm_error_rate"])
+
+
+def test_the_reference_is_not_trivial():
+    """The dataset exercises what the test claims: failures in every kind, nesting, unpriced calls."""
+    spans, calls, kinds = dataset(10**18)
+    assert set(kinds) == {"retrieval", "rerank", "embedding", "llm", "tool"}
+    assert sum(1 for s in spans if "infersight.parent_llm_span" in s.attributes) >= 5
+    ref = reference(calls)
+    assert ref["llm_errors"] and ref["unpriced_calls"] and ref["cost_usd"] > 0
+    assert sum(1 for s in spans if s.error and "gen_ai.operation.name" in s.attributes
+               and s.attributes["gen_ai.operation.name"] != "chat") >= 3
+    assert len(ref["tenants"]) == 2 and percentiles({}) == {"p50": None, "p95": None, "p99": None, "p999": None}
