@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import httpx
+from fastapi.testclient import TestClient
 
-from tests.conftest import wait_for_spans
+from infersight.collector import Settings, create_app
+from infersight.collector.web import ProjectKeys
+from tests.conftest import wait_for
 
 JSON = {"content-type": "application/json"}
 
@@ -32,35 +36,55 @@ def otlp(tenant: str, trace_id: str, text: str) -> bytes:
     ).encode()
 
 
-def test_a_project_sees_only_its_own_data(auth_collector):
-    url = auth_collector.url
-    traces = {"alpha": "a" * 32, "beta": "b" * 32}
-    for project in ("alpha", "beta"):
-        body = otlp(f"{project}-tenant", traces[project], f"{project}-secret-output")
-        headers = {**JSON, **auth_collector.headers(project)}
-        assert httpx.post(f"{url}/v1/traces", content=body, headers=headers).status_code == 200
-        wait_for_spans(url, 1, auth_collector.headers(project))
+def check_isolation(http: httpx.Client, keys: dict[str, str]) -> None:
+    """Two projects' spans in, then each key sees its own project's and nothing of the other's."""
+    (first, second) = keys
+    traces = {first: "a" * 32, second: "b" * 32}
 
-    for me, other in (("alpha", "beta"), ("beta", "alpha")):
-        cookies = httpx.post(f"{url}/login", data={"key": auth_collector.keys[me]}).cookies
+    def auth(project: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {keys[project]}"}
+
+    for project in keys:
+        body = otlp(f"{project}-tenant", traces[project], f"{project}-secret-output")
+        assert http.post("/v1/traces", content=body, headers={**JSON, **auth(project)}).status_code == 200
+        wait_for(lambda p=project: http.get("/api/v1/summary", headers=auth(p)).json()["spans"] >= 1)
+
+    for me, other in ((first, second), (second, first)):
+        http.cookies.clear()
+        assert http.post("/login", data={"key": keys[me]}).status_code in (200, 303)  # the session cookie
         for path in ("/latency", "/cost", "/quality", "/alerts", "/traces", "/traces?q=secret"):
-            page = httpx.get(f"{url}{path}", cookies=cookies)
+            page = http.get(path)
             assert page.status_code == 200, path
             assert f"{other}-tenant" not in page.text and traces[other] not in page.text, path
-        assert f"{me}-tenant" in httpx.get(f"{url}/cost", cookies=cookies).text
-        assert f"{me}-secret-output" in httpx.get(f"{url}/traces/{traces[me]}", cookies=cookies).text
-        assert httpx.get(f"{url}/traces/{traces[other]}", cookies=cookies).status_code == 404
+        assert f"{me}-tenant" in http.get("/cost").text
+        assert f"{me}-secret-output" in http.get(f"/traces/{traces[me]}").text
+        assert http.get(f"/traces/{traces[other]}").status_code == 404
+        http.cookies.clear()
 
-        headers = auth_collector.headers(me)
-        cost = httpx.get(f"{url}/api/v1/cost", headers=headers).json()
+        headers = auth(me)
+        cost = http.get("/api/v1/cost", headers=headers).json()
         assert [t["name"] for t in cost["tenants"]] == [f"{me}-tenant"]
         assert cost["totals"]["cost_usd"] == 0.5
-        found = httpx.get(f"{url}/api/v1/traces", headers=headers, params={"q": "secret"}).json()["traces"]
+        found = http.get("/api/v1/traces", headers=headers, params={"q": "secret"}).json()["traces"]
         assert [t["trace_id"] for t in found] == [traces[me]]
-        assert httpx.get(f"{url}/api/v1/traces/{traces[other]}", headers=headers).status_code == 404
+        assert http.get(f"/api/v1/traces/{traces[other]}", headers=headers).status_code == 404
         # A project filter in the query string is just an unknown parameter.
-        sneaky = httpx.get(f"{url}/api/v1/cost", headers=headers, params={"project": other}).json()
+        sneaky = http.get("/api/v1/cost", headers=headers, params={"project": other}).json()
         assert [t["name"] for t in sneaky["tenants"]] == [f"{me}-tenant"]
 
-    assert httpx.get(f"{url}/api/v1/latency").status_code == 401
-    assert httpx.get(f"{url}/latency").status_code == 303
+    assert http.get("/api/v1/latency").status_code == 401
+    assert http.get("/latency", follow_redirects=False).status_code == 303
+
+
+def test_a_project_sees_only_its_own_data(auth_collector):
+    with httpx.Client(base_url=auth_collector.url) as http:
+        check_isolation(http, auth_collector.keys)
+
+
+def test_isolation_holds_on_the_clickhouse_server_backend(server_store, tmp_path):
+    suffix = uuid.uuid4().hex[:8]
+    keys_file = ProjectKeys(tmp_path)
+    keys = {project: keys_file.create(project)[0] for project in (f"alpha-{suffix}", f"beta-{suffix}")}
+    keys_file.close()
+    with TestClient(create_app(Settings(data_dir=tmp_path, alerts=False), store=server_store)) as http:
+        check_isolation(http, keys)

@@ -37,7 +37,8 @@ def row(html: str, label: str) -> str:
     return match.group(1)
 
 
-def test_a_known_week_against_the_week_before(dash):
+def test_a_known_week_against_the_week_before(any_dash):
+    dash = any_dash
     known_weeks(dash)
     html = weekly_report(dash.store, dash.project, W10)
     assert '<span id="week">2026-W10</span>' in html
