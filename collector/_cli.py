@@ -11,6 +11,7 @@ import click
 from infersight.dashboards import report_cli
 from infersight.judges import background_options, judge_cli, judge_settings
 
+from ._dead_letters import dead_letters_cli
 from ._settings import IngestWindow, Settings
 from .alerts._cli import alerts_cli, channel_options
 from .errors import InfersightError
@@ -89,6 +90,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
 main.add_command(alerts_cli)
 main.add_command(report_cli)
 main.add_command(judge_cli)
+main.add_command(dead_letters_cli)
 
 
 @main.group()

@@ -7,7 +7,18 @@ the store refuses so that nothing blocks the spans behind it.
 
 from __future__ import annotations
 
+from ._replay import ReplayOutcome, pending_dead_letters, replay_dead_letters
 from ._spool import MAX_DAYS, Batch, Entry, Spool, SpoolDepth
 from ._writer import SpoolWriter
 
-__all__ = ["Batch", "Entry", "MAX_DAYS", "Spool", "SpoolDepth", "SpoolWriter"]
+__all__ = [
+    "Batch",
+    "Entry",
+    "MAX_DAYS",
+    "ReplayOutcome",
+    "Spool",
+    "SpoolDepth",
+    "SpoolWriter",
+    "pending_dead_letters",
+    "replay_dead_letters",
+]

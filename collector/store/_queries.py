@@ -17,13 +17,20 @@ def summary(store: Store, project: str, since_ns: int) -> dict[str, Any]:
     return out
 
 
+# A project's dead letters that no replay has put back yet (``dead_letter_replays`` is append-only).
+PENDING_DEAD_LETTERS = (
+    "project = {project:String} AND (project, received, stored) NOT IN"
+    " (SELECT project, received, stored FROM dead_letter_replays WHERE project = {project:String})"
+)
+
+
 def dead_letters(store: Store, project: str, since_ns: int) -> dict[str, Any]:
-    """Acknowledged requests of ``project`` the store refused since ``since_ns`` (kept in
-    ``dead_letters``, not in the figures): how many, their spans, and the latest reason."""
+    """Acknowledged requests of ``project`` the store refused since ``since_ns`` and not replayed
+    yet (kept in ``dead_letters``, not in the figures): how many, their spans, the latest reason."""
     (row,) = store.query(
         "SELECT count() AS requests, sum(spans) AS spans, argMax(reason, stored) AS last_reason,"
-        " toString(max(stored)) AS last_at FROM dead_letters"
-        " WHERE project = {project:String} AND stored >= fromUnixTimestamp64Nano({since_ns:Int64})",
+        f" toString(max(stored)) AS last_at FROM dead_letters WHERE {PENDING_DEAD_LETTERS}"
+        " AND stored >= fromUnixTimestamp64Nano({since_ns:Int64})",
         {"project": project, "since_ns": since_ns},
     )
     requests = int(row["requests"])

@@ -1,4 +1,5 @@
-"""``GET /api/v1/...``: the JSON read API, scoped to the project of the caller's API key."""
+"""``/api/v1/...``: the JSON API, scoped to the project of the caller's API key: reads, and the
+one write, putting the project's dead letters back once their cause is fixed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
 from ..errors import BadRequest
+from ..spool import pending_dead_letters, replay_dead_letters
 from ..store import day_or_yesterday, recent_spans, since_to_unix_ns
 from ..store import detections as detection_rows
 from ..store import queues as queue_rows
@@ -112,3 +114,16 @@ async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = Non
 
     result = await run_in_threadpool(build_digest, store, project, _parse_day(date))
     return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
+
+
+@router.get("/dead_letters")
+async def dead_letters(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+    """Acknowledged requests the store refused and set aside, not replayed yet, oldest first."""
+    return {"dead_letters": await run_in_threadpool(pending_dead_letters, store, project)}
+
+
+@router.post("/dead_letters/replay")
+async def replay(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+    """Insert the project's dead letters again; those the store refuses again stay, with the reason."""
+    outcome = await run_in_threadpool(replay_dead_letters, store, project)
+    return {"replayed_requests": outcome.requests, "replayed_spans": outcome.spans, "refused": outcome.refused}

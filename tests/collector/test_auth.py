@@ -83,6 +83,17 @@ def test_a_revoked_key_is_refused_within_seconds(auth_collector):
     assert httpx.get(f"{url}/api/v1/summary", headers=auth_collector.headers("beta")).status_code == 200
 
 
+def test_the_dead_letters_cli_speaks_to_the_running_collector_with_the_projects_key(auth_collector):
+    # The replay itself is tested in test_writer; here the command, its key and its errors.
+    url, key = auth_collector.url, auth_collector.keys["alpha"]
+    listed = CliRunner().invoke(cli, ["dead-letters", "list", "--url", url, "--key", key])
+    assert listed.exit_code == 0 and "No dead letters." in listed.output
+    replayed = CliRunner().invoke(cli, ["dead-letters", "replay", "--url", url], env={"INFERSIGHT_API_KEY": key})
+    assert replayed.exit_code == 0 and "Replayed 0 requests (0 spans)." in replayed.output
+    refused = CliRunner().invoke(cli, ["dead-letters", "replay", "--url", url, "--key", "isk_" + "A" * 43])
+    assert refused.exit_code == 1 and "answered 401" in refused.output
+
+
 def test_keys_are_stored_only_as_hashes(auth_collector):
     url, alpha = auth_collector.url, auth_collector.headers("alpha")
     body, _ = genai_spans_json(2)

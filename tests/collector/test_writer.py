@@ -249,6 +249,37 @@ def test_a_request_the_store_refuses_is_set_aside_and_everyone_elses_spans_are_s
             assert "101 acknowledged spans (1 requests) were refused" in overview and "partitions" in overview
 
 
+def test_dead_letters_are_replayed_once_their_cause_is_gone(store, tmp_path):
+    # The request of 101 days was refused whole by an older writer; the replay inserts it in
+    # inserts of at most 100 days. A row the store cannot parse is refused again and stays.
+    wide, broken = new_project(), new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    spooled(spool, wide, 101, day_offsets=list(range(101)))
+    garbage = encode_rows([{"Timestamp": "not a time", "SpanId": "ab"}])
+    spool.append(Entry.compress(broken, garbage, 1, days=day_range([{"Timestamp": "1700000000.000000000"}])))
+    drain(spool, store)
+    assert len(dead_letters(store, wide)) == len(dead_letters(store, broken)) == 1
+
+    for project in (wide, broken):
+        settings = Settings(data_dir=tmp_path / project, auth=False, project=project, alerts=False, decode_workers=0)
+        with TestClient(create_app(settings, store=store)) as client:
+            (pending,) = client.get("/api/v1/dead_letters").json()["dead_letters"]
+            first = client.post("/api/v1/dead_letters/replay").json()
+            again = client.post("/api/v1/dead_letters/replay").json()
+            left = client.get("/api/v1/summary").json()["dead_letters"]["spans"]
+            overview = client.get("/").text
+        if project == wide:
+            assert pending["spans"] == 101
+            assert (first["replayed_requests"], first["replayed_spans"], first["refused"]) == (1, 101, [])
+            assert again == {"replayed_requests": 0, "replayed_spans": 0, "refused": []}
+            raw, typed = stored(store, wide)
+            assert len(raw) == 101 and set(raw.values()) == set(typed.values()) == {1}  # each once
+            assert left == 0 and 'id="dead-letters"' not in overview
+        else:
+            assert first["replayed_requests"] == 0 and "CANNOT_PARSE" in first["refused"][0]
+            assert again["refused"] and left == 1 and 'id="dead-letters"' in overview
+
+
 def test_the_writer_splits_old_spans_into_inserts_of_at_most_100_days(store, tmp_path, monkeypatch):
     project = new_project()
     spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
