@@ -65,7 +65,9 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                 window=settings.ingest_window,
             )
             stack.callback(app.state.decoder.close)
-            app.state.writer = SpoolWriter(app.state.spool, app.state.store, app.state.counters)
+            app.state.writer = SpoolWriter(
+                app.state.spool, app.state.store, app.state.counters, detect=app.state.decoder.detect
+            )
             app.state.writer.start()
             stack.callback(app.state.writer.stop)
             jobs = Scheduler(app.state.counters)

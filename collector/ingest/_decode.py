@@ -1,14 +1,14 @@
 """OTLP trace requests into spool entries, in worker processes.
 
-Decoding protobuf into rows is Python, about 25 µs a span, and the inline detectors add more
-for every span with an output. In the server process that work would hold the GIL and share
-one core with the HTTP loop and the spool writer. The :class:`Decoder` runs it in a pool of
-spawned worker processes instead (spawned, not forked: the server process holds chDB and its
-threads), and they hand back the spool entry compressed, so the server only commits it.
+Decoding protobuf into rows is Python, about 25 µs a span. In the server process that work
+would hold the GIL and share one core with the HTTP loop and the spool writer. The
+:class:`Decoder` runs it in a pool of spawned worker processes instead (spawned, not forked: the
+server process holds chDB and its threads), and they hand back the spool entry compressed, so
+the server only commits it. The acknowledgement waits for decode and spool, nothing else.
 
-Detections are computed here, before the acknowledgement, and travel in the same spool entry
-as the spans: the writer inserts both with the batch's deduplication token, so each is stored
-exactly once even across crashes.
+The inline detectors run after the ack, in one more worker at low CPU priority: the spool writer
+asks :meth:`Decoder.detect` for each batch's detections and inserts them with the batch's
+deduplication token, so they are stored exactly once even across crashes.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ..errors import WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
 from . import _otlp
-from ._detect import detections_for
+from ._detect import detect_rows, output_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +64,7 @@ def decode_request(
     rows = _otlp.to_rows(traces, project, rejected, window=window)
     if not rows:
         return Decoded(None, rejected)
-    found = encode_rows(detections_for(rows))
-    entry = Entry.compress(project, encode_rows(rows), len(rows), found, days=_otlp.day_range(rows))
-    return Decoded(entry, rejected)
+    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), days=_otlp.day_range(rows)), rejected)
 
 
 def default_workers() -> int:
@@ -73,10 +72,12 @@ def default_workers() -> int:
     return min(4, max(1, (os.cpu_count() or 2) - 1))
 
 
-def _start_worker(server_pid: int) -> None:
+def _start_worker(server_pid: int, nice: int = 0) -> None:
     # A worker blocked on its task queue does not notice that the server was killed (kill -9,
     # OOM): it would live on as an orphan. Watch the parent and leave with it.
     threading.Thread(target=_exit_with, args=(server_pid,), name="exit-with-server", daemon=True).start()
+    if nice:
+        os.nice(nice)
     _warm()
 
 
@@ -96,30 +97,46 @@ def _warm() -> None:
 LARGE_BODY_BYTES = 4 << 20
 
 
+# The detectors' worker yields the CPU to decoding (which an exporter waits on) and to the server.
+DETECT_NICE = 10
+
+
 class _Lane:
     """A pool of spawned decode workers, replaced when one of them dies."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, nice: int = 0) -> None:
         self.workers = workers
+        self.nice = nice
         self.pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker, initargs=(os.getpid(),),
+            initializer=_start_worker, initargs=(os.getpid(), self.nice),
         )
         pool.submit(os.getpid)  # any task: it starts a worker (which warms up) now, not at the first request
         return pool
+
+    def _lost(self, pool: ProcessPoolExecutor, exc: BrokenProcessPool) -> WorkerLost:
+        if self.pool is pool:
+            self.pool = self._new_pool()
+            pool.shutdown(wait=False)
+        return WorkerLost(f"a decode worker died: {exc}")
 
     async def run(self, call: partial[Decoded]) -> Decoded:
         pool = self.pool
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, call)
         except BrokenProcessPool as exc:
-            if self.pool is pool:
-                self.pool = self._new_pool()
-                pool.shutdown(wait=False)
-            raise WorkerLost(f"a decode worker died: {exc}") from exc
+            raise self._lost(pool, exc) from exc
+
+    def call(self, fn: Callable[[bytes], tuple[bytes, int]], data: bytes) -> tuple[bytes, int]:
+        """``fn(data)`` in a worker, from a thread that may block (the spool writer's)."""
+        pool = self.pool
+        try:
+            return pool.submit(fn, data).result()
+        except BrokenProcessPool as exc:
+            raise self._lost(pool, exc) from exc
 
 
 class Decoder:
@@ -148,6 +165,8 @@ class Decoder:
         self.window = window or IngestWindow()
         self._usual = _Lane(workers) if workers else None
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
+        self._detect: _Lane | None = None  # started at the first output to look at
+        self._detect_lock = threading.Lock()
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
         call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
@@ -159,7 +178,22 @@ class Decoder:
             self._large = _Lane(1)
         return await self._large.run(call)
 
+    def detect(self, rows: bytes) -> tuple[bytes, int]:
+        """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and how many
+        outputs were too large to analyse. Blocks (the spool writer calls it, after the ack);
+        raises :class:`WorkerLost` when the worker dies on them."""
+        rows = output_rows(rows)
+        if not rows:
+            return b"", 0
+        if self._usual is None:
+            return detect_rows(rows)
+        with self._detect_lock:
+            if self._detect is None:
+                self._detect = _Lane(1, nice=DETECT_NICE)
+            lane = self._detect
+        return lane.call(detect_rows, rows)
+
     def close(self) -> None:
-        for lane in (self._usual, self._large):
+        for lane in (self._usual, self._large, self._detect):
             if lane is not None:
                 lane.pool.shutdown(wait=True, cancel_futures=True)

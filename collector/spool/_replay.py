@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,9 +45,12 @@ def pending_dead_letters(store: Store, project: str) -> list[dict[str, Any]]:
     )
 
 
-def replay_dead_letters(store: Store, project: str) -> ReplayOutcome:
-    """Re-insert every pending dead letter of ``project``. Blocks; a store that is down raises
-    :class:`~infersight.collector.errors.StoreError` (nothing is lost: run it again)."""
+def replay_dead_letters(
+    store: Store, project: str, detect: Callable[[bytes], tuple[bytes, int]] | None = None
+) -> ReplayOutcome:
+    """Re-insert every pending dead letter of ``project``, with the inline detectors' findings
+    (``detect``, as the writer runs them) when the letter has none. Blocks; a store that is down
+    raises :class:`~infersight.collector.errors.StoreError` (nothing is lost: run it again)."""
     outcome = ReplayOutcome()
     letters = store.query(
         "SELECT toString(received) AS received, toString(stored) AS stored, spans, rows, detections"
@@ -59,8 +63,11 @@ def replay_dead_letters(store: Store, project: str) -> ReplayOutcome:
         try:
             for i, chunk in enumerate(_by_partition_limit(letter["rows"])):
                 store.insert("otel_traces", chunk, dedup_token=f"{token}{i:04x}")
-            if letter["detections"]:
-                store.insert("detections", letter["detections"].encode(), dedup_token=token + "de")
+            found = letter["detections"].encode()
+            if not found and detect is not None:
+                found = _detections(detect, letter["rows"].encode())
+            if found:
+                store.insert("detections", found, dedup_token=token + "de")
         except StoreError as exc:
             if exc.transient:
                 raise
@@ -91,3 +98,11 @@ def _by_partition_limit(rows: str) -> list[bytes]:
         "".join(line + "\n" for day in days[i: i + MAX_DAYS] for line in by_day[day]).encode()
         for i in range(0, len(days), MAX_DAYS)
     ]
+
+
+def _detections(detect: Callable[[bytes], tuple[bytes, int]], rows: bytes) -> bytes:
+    try:
+        return detect(rows)[0]
+    except Exception:
+        logger.exception("the inline detectors failed on a dead letter; replaying its spans without them")
+        return b""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from .._counters import Counters
 from ..errors import SpoolError, StoreError
@@ -29,7 +30,12 @@ class SpoolWriter:
             the rows themselves, the batch is halved until the refused request is found and set
             aside in ``dead_letters``: one request never holds back the others.
         counters: where ``spans_stored``, ``detections``, ``store_errors``,
-            ``spans_dead_lettered`` and ``detections_dropped`` are counted.
+            ``spans_dead_lettered``, ``detections_dropped``, ``detections_failed`` and
+            ``outputs_not_analysed`` are counted.
+        detect: the inline detectors (``rows -> (detections rows, outputs too large to
+            analyse)``), run on each batch after its spans are in; their rows are inserted with
+            the batch's token, so a retry after a crash computes and drops the same ones. A
+            detector that fails loses that batch's detections (counted), never its spans.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -45,10 +51,12 @@ class SpoolWriter:
         max_bytes: int = 16 << 20,
         min_interval_s: float = 0.2,
         retry_s: tuple[float, float] = (0.1, 5.0),
+        detect: Callable[[bytes], tuple[bytes, int]] | None = None,
     ) -> None:
         self.spool = spool
         self.store = store
         self.counters = counters
+        self.detect = detect
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.min_interval_s = min_interval_s
@@ -57,6 +65,7 @@ class SpoolWriter:
         self._stop = threading.Event()
         self._drain_until = 0.0
         self._landed: str | None = None  # token of the batch whose spans are in, detections maybe not
+        self._found = b""  # the detections of the batch whose spans are in
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
 
     def start(self) -> None:
@@ -81,9 +90,24 @@ class SpoolWriter:
         if self._landed != batch.dedup_token:
             self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
             self._landed = batch.dedup_token
-        if batch.detections:
+            self._found = self._detections(batch)
+        if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
-            self.store.insert("detections", batch.detections, dedup_token=batch.dedup_token + "de")
+            self.store.insert("detections", self._found, dedup_token=batch.dedup_token + "de")
+
+    def _detections(self, batch: Batch) -> bytes:
+        # Entries spooled by an older version carry detections computed before the ack.
+        if batch.detections or self.detect is None:
+            return batch.detections
+        try:
+            found, too_large = self.detect(batch.rows)
+        except Exception:
+            logger.exception("the inline detectors failed on a batch of %d spans; its detections are lost",
+                             batch.row_count)
+            self.counters.add("detections_failed", batch.row_count)
+            return b""
+        self.counters.add("outputs_not_analysed", too_large)
+        return found
 
     def _isolate(self, batch: Batch, exc: StoreError) -> bool:
         """The store refused ``batch`` for what it holds, not for its health: keep the rest moving.
@@ -101,7 +125,7 @@ class SpoolWriter:
                 logger.error("detections of %d stored spans were refused and dropped: %s", batch.row_count, exc)
                 self.spool.done(batch)
                 self.counters.add("spans_stored", batch.row_count)
-                self.counters.add("detections_dropped", batch.detections.count(b"\n"))
+                self.counters.add("detections_dropped", self._found.count(b"\n"))
                 self._landed = None
             elif batch.entries > 1:
                 self.spool.split(batch)
@@ -120,7 +144,7 @@ class SpoolWriter:
             "reason": str(exc)[:4000],
             "spans": batch.row_count,
             "rows": batch.rows.decode("utf-8", "replace"),
-            "detections": batch.detections.decode("utf-8", "replace"),
+            "detections": batch.detections.decode("utf-8", "replace"),  # none: not analysed yet
         }
         self.store.insert("dead_letters", encode_rows([row]), dedup_token=batch.dedup_token + "dd")
         self.spool.done(batch)
@@ -169,8 +193,7 @@ class SpoolWriter:
                 self._stop.wait(self.retry_s[1])
                 continue
             self.counters.add("spans_stored", batch.row_count)
-            if batch.detections:
-                self.counters.add("detections", batch.detections.count(b"\n"))
+            self.counters.add("detections", self._found.count(b"\n"))
             if failing_since is not None:
                 logger.warning("store is back after %.1f s of failed inserts", time.monotonic() - failing_since)
                 failing_since = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from ..errors import BadRequest
@@ -123,7 +123,7 @@ async def dead_letters(store: StoreDep, project: ApiProjectDep) -> dict[str, Any
 
 
 @router.post("/dead_letters/replay")
-async def replay(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def replay(request: Request, store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
     """Insert the project's dead letters again; those the store refuses again stay, with the reason."""
-    outcome = await run_in_threadpool(replay_dead_letters, store, project)
+    outcome = await run_in_threadpool(replay_dead_letters, store, project, request.app.state.decoder.detect)
     return {"replayed_requests": outcome.requests, "replayed_spans": outcome.spans, "refused": outcome.refused}

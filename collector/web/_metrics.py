@@ -24,6 +24,8 @@ _COUNTERS = {
         "reported as OTLP partial_success."
     ),
     "detections": "Soft failures the inline detectors found in stored LLM outputs.",
+    "detections_failed": "Stored spans whose detections were lost because the detectors' worker failed.",
+    "outputs_not_analysed": "Stored LLM outputs too large for the inline detectors' budget (over 1 Mi characters).",
 }
 _REJECTED = (
     "OTLP requests answered 4xx, by status; their spans are not counted because a body that "
