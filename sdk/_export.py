@@ -34,11 +34,11 @@ Work = Callable[[], "tuple[dict[str, Any], str | None]"]
 _pending: dict[int, Work] = {}
 
 
-def defer(span: Span, work: Work) -> None:
+def defer(span: object, work: Work) -> None:
     _pending[id(span)] = work
 
 
-def undefer(span: Span) -> None:
+def undefer(span: object) -> None:
     _pending.pop(id(span), None)
 
 

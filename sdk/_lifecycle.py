@@ -142,7 +142,7 @@ class Call:
                     _record_error(span, error)
                 if _setup.deferred():
                     self.kwargs = _snapshot(self.kwargs)
-                    _export.defer(span, lambda: self._attributes(fill, error))  # type: ignore[arg-type]
+                    _export.defer(span, lambda: self._attributes(fill, error))
                     deferred = True
                 else:
                     out, name = self._attributes(fill, error)
