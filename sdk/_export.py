@@ -29,17 +29,18 @@ THREAD_NAME = "infersight-export"
 # What the export thread runs for one span: returns (attributes to add, new name or None).
 Work = Callable[[], "tuple[dict[str, Any], str | None]"]
 
-# Keyed by id(span) between the decorator's span.end() and this processor's on_end, which
-# OpenTelemetry calls synchronously inside end(); the decorator removes a key nobody took.
+# Keyed by span id between the decorator's span.end() and this processor's on_end, which
+# OpenTelemetry calls synchronously inside end() (with a snapshot of the span, hence not the
+# object itself); the decorator removes a key nobody took.
 _pending: dict[int, Work] = {}
 
 
-def defer(span: object, work: Work) -> None:
-    _pending[id(span)] = work
+def defer(span_id: int, work: Work) -> None:
+    _pending[span_id] = work
 
 
-def undefer(span: object) -> None:
-    _pending.pop(id(span), None)
+def undefer(span_id: int) -> None:
+    _pending.pop(span_id, None)
 
 
 class ExportProcessor(SpanProcessor):
@@ -76,7 +77,7 @@ class ExportProcessor(SpanProcessor):
         pass
 
     def on_end(self, span: ReadableSpan) -> None:
-        work = _pending.pop(id(span), None)
+        work = _pending.pop(span.context.span_id, None) if span.context is not None else None
         if self._stopping or len(self._queue) >= self._max_queue:
             if count(SPANS_DROPPED):
                 logger.warning("infersight: the export queue is full or closed (%d spans); spans are dropped and "

@@ -142,7 +142,7 @@ class Call:
                     _record_error(span, error)
                 if _setup.deferred():
                     self.kwargs = _snapshot(self.kwargs)
-                    _export.defer(span, lambda: self._attributes(fill, error))
+                    _export.defer(span.get_span_context().span_id, lambda: self._attributes(fill, error))
                     deferred = True
                 else:
                     out, name = self._attributes(fill, error)
@@ -154,7 +154,7 @@ class Call:
         finally:
             span.end()
             if deferred:
-                _export.undefer(span)
+                _export.undefer(span.get_span_context().span_id)
 
     def _attributes(self, fill: Fill | None, error: BaseException | None) -> tuple[dict[str, Any], str | None]:
         """What the result adds to the span, and its final name (from the model that answered)."""

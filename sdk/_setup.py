@@ -13,6 +13,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
@@ -71,6 +72,9 @@ class _State:
 
 
 _state = _State()
+# Providers init() created: after shutdown() a new init() creates a fresh one rather than
+# attaching to a stopped provider left behind as OpenTelemetry's global.
+_created: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 
 
 def tracer() -> trace.Tracer | None:
@@ -181,7 +185,8 @@ def init(
             sample_rate = 1.0
         provider = tracer_provider
         global_provider = trace.get_tracer_provider()
-        if provider is None and isinstance(global_provider, TracerProvider):
+        app_global = isinstance(global_provider, TracerProvider) and global_provider not in _created
+        if provider is None and app_global:
             provider = global_provider
         owns = provider is None
         if provider is None:
@@ -200,7 +205,9 @@ def init(
             except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
         if owns:
-            trace.set_tracer_provider(provider)
+            _created.add(provider)
+            if not isinstance(global_provider, TracerProvider):  # OpenTelemetry allows setting it once
+                trace.set_tracer_provider(provider)
         _state.provider = provider
         _state.owns_provider = owns
         _state.deferred = owns and _state.processor is not None
