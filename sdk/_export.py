@@ -57,7 +57,7 @@ class ExportProcessor(SpanProcessor):
         max_queue: int = 8192,
         batch_size: int = 512,
         delay_s: float = 1.0,
-        shutdown_timeout_s: float = 1.0,
+        shutdown_timeout_s: float = 0.5,
     ) -> None:
         self._exporter = exporter
         self._max_queue = max_queue
