@@ -120,7 +120,7 @@ def run(quick: bool = False, python: str | None = None) -> list[dict[str, Any]]:
 
 
 def format_table(results: list[dict[str, Any]]) -> str:
-    lines = ["| decorator | caller CPU µs per call | identical-attribute span, same process | ratio to it | bare call |",
+    lines = ["| decorator | caller CPU µs per call | identical-attribute span, same process | ratio to it | bare |",
              "|---|---:|---:|---:|---:|"]
     names = {"infersight": "infersight `@traced_llm`", "langfuse": "Langfuse `@observe(as_type=\"generation\")`",
              "traceloop": "Traceloop `@task`"}
