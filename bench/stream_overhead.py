@@ -53,7 +53,7 @@ def _consume(make: Callable[[], Iterator[object]]) -> float:
 
 def run(quick: bool = False) -> list[StreamResult]:
     rounds, n = (6, 2_000) if quick else (20, 5_000)
-    sdk.init(service_name="bench", span_exporter=DiscardExporter(), capture_content=False)
+    sdk.init(service_name="bench", span_exporter=DiscardExporter(), export=False, capture_content=False)
     results = []
     try:
         shapes = (("openai chunk objects", _openai_chunks(n)), ("plain strings", [f" t{i}" for i in range(n)]))

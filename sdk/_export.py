@@ -152,6 +152,13 @@ class ExportProcessor(SpanProcessor):
             count(SPANS_DROPPED, lost)
             logger.warning("infersight: %d spans not exported before exit (collector unreachable or slow); "
                            "counted in failure_count('spans_dropped')", lost)
+        if lost or self._thread.is_alive():
+            # The export thread is stuck in a request: closing its session could wait on it too.
+            threading.Thread(target=self._stop_exporter, name=THREAD_NAME + "-stop", daemon=True).start()
+        else:
+            self._stop_exporter()
+
+    def _stop_exporter(self) -> None:
         try:
             self._exporter.shutdown()  # interrupts the exporter's retry back-off
         except Exception as exc:  # noqa: BLE001 - shutdown is best-effort

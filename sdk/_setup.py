@@ -86,7 +86,10 @@ def tracer() -> trace.Tracer | None:
     t = _state.tracer
     if t is not None:
         return t
-    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+    global_provider = trace.get_tracer_provider()
+    if isinstance(global_provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    if global_provider in _created:  # the SDK's own, left behind by shutdown(): stopped
         return None
     return trace.get_tracer(_SCOPE)
 
@@ -186,8 +189,7 @@ def init(
             sample_rate = 1.0
         provider = tracer_provider
         global_provider = trace.get_tracer_provider()
-        app_global = isinstance(global_provider, TracerProvider) and global_provider not in _created
-        if provider is None and app_global:
+        if provider is None and isinstance(global_provider, TracerProvider) and global_provider not in _created:
             provider = global_provider
         owns = provider is None
         if provider is None:
