@@ -77,7 +77,8 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
         return oai.chat.completions.create(model="gpt-4o", messages=messages, response_format=response_format)
 
     def handle(request: Request) -> None:
-        with sdk.tenant(request.tenant, user_id=request.user, route=request.route):
+        # One trace per request: retrieval, rerank and the model call share the request's root span.
+        with sdk.request(request.tenant, user_id=request.user, route=request.route):
             sdk.mark_started(request.queued_at)
             docs = rerank(request.question, documents=retrieve(request.question))
             context = " ".join(str(d["text"]) for d in docs)

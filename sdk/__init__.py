@@ -1,13 +1,13 @@
 """infersight SDK: trace LLM, retrieval and rerank calls as OpenTelemetry spans.
 
-    from infersight.sdk import init, tenant, traced_llm
+    from infersight.sdk import init, request, traced_llm
 
-    init(service_name="support-bot", endpoint="http://localhost:4318", api_key="...")
+    init(service_name="support-bot", endpoint="http://localhost:4318", api_key="isk_...")
 
     @traced_llm(provider="openai", model="gpt-4o-mini")
     def answer(question): ...
 
-    with tenant("acme", user_id="u-1"):
+    with request("acme", route="support.answer", user_id="u-1"):  # one trace per request
         answer("hi")
 
 The SDK never raises into the application: its own failures are counted
@@ -24,6 +24,7 @@ from ._guard import failure_count
 from ._markers import mark_cache_hit, mark_fallback, mark_retry
 from ._metrics import watch_queue
 from ._pricing import cost_usd
+from ._request import request
 from ._setup import force_flush, init, shutdown
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "mark_retry",
     "mark_started",
     "redact_builtin",
+    "request",
     "shutdown",
     "span",
     "tenant",

@@ -18,6 +18,8 @@ REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
 DATA_SOURCE = "gen_ai.data_source.id"
 TOP_K = "gen_ai.request.top_k"
+RETRIEVAL_QUERY = "gen_ai.retrieval.query.text"
+RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
 ERROR_TYPE = "error.type"
 
 TENANT = "infersight.tenant.id"

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import _attrs
 from ._usage import _get
 
 Redactor = Callable[[str], str]
@@ -67,7 +68,12 @@ def _text_of(content: Any) -> str:
             if isinstance(text, str):
                 parts.append(text)
         return "\n".join(parts)
-    return "" if content is None else str(content)
+    if content is None:
+        return ""
+    try:
+        return str(content)
+    except Exception:  # noqa: BLE001 - an object whose __str__ raises is recorded as empty
+        return ""
 
 
 def input_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
@@ -117,3 +123,51 @@ def messages_json(
             remaining -= len(text)
             part["content"] = text
     return json.dumps(messages, ensure_ascii=False, separators=(",", ":")), truncated
+
+
+_QUERY_ARGS = ("query", "question", "q")
+_DOC_TEXT_FIELDS = ("page_content", "text", "content", "document")
+
+
+def _document(item: Any) -> dict[str, Any]:
+    """One hit as ``{"id", "score", "content"}`` from a dict, an object, a string or a (doc, score) pair."""
+    score = None
+    if isinstance(item, tuple) and len(item) == 2:
+        item, score = item
+    doc: dict[str, Any] = {}
+    identifier = _get(item, "id")
+    if isinstance(identifier, (str, int)) and not isinstance(identifier, bool):
+        doc["id"] = identifier
+    score = _get(item, "score") if score is None else score
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        doc["score"] = score
+    text = item if isinstance(item, str) else next(
+        (t for t in (_get(item, name) for name in _DOC_TEXT_FIELDS) if isinstance(t, str)), None
+    )
+    doc["content"] = text or ""
+    return doc
+
+
+def retrieval_content(
+    kwargs: Mapping[str, Any], result: Any, out: dict[str, Any], redactors: Iterable[Redactor], limit_chars: int
+) -> None:
+    """The query (``gen_ai.retrieval.query.text``) and hits (``gen_ai.retrieval.documents``), redacted."""
+    query = next((q for q in (kwargs.get(name) for name in _QUERY_ARGS) if isinstance(q, str)), None)
+    if query is not None:
+        text = apply_redactors(query, redactors)
+        if len(text) > limit_chars:
+            text, out[_attrs.CONTENT_TRUNCATED] = text[:limit_chars], True
+        out[_attrs.RETRIEVAL_QUERY] = text
+    if not isinstance(result, (list, tuple)):
+        return
+    remaining = limit_chars
+    docs = []
+    for item in result:
+        doc = _document(item)
+        text = apply_redactors(doc["content"], redactors)
+        if len(text) > remaining:
+            text, out[_attrs.CONTENT_TRUNCATED] = text[: max(remaining, 0)], True
+        remaining -= len(text)
+        doc["content"] = text
+        docs.append(doc)
+    out[_attrs.RETRIEVAL_DOCUMENTS] = json.dumps(docs, ensure_ascii=False, separators=(",", ":"))

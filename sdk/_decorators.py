@@ -29,7 +29,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Arguments the result hooks read, also when they are passed positionally.
 _READ_ARGS = ("model", "messages", "input", "prompt", "system", "queued_at", "temperature",
-              "max_tokens", "top_p", "top_k", "k", "documents", "candidates", "docs", "response_format")
+              "max_tokens", "top_p", "top_k", "k", "documents", "candidates", "docs", "response_format",
+              "query", "question", "q")
 
 
 def _positional_picks(func: Callable[..., Any]) -> tuple[tuple[int, str], ...]:

@@ -18,11 +18,18 @@ _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _TRANSIENT_NAMES = ("timeout", "connection", "ratelimit", "overload", "unavailable", "internalserver", "apiconnection")
 
 
+def _attr(obj: object, name: str) -> object:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - an exception object with a hostile __getattr__ has no status
+        return None
+
+
 def _status_code(exc: BaseException) -> int | None:
     for value in (
-        getattr(exc, "status_code", None),
-        getattr(exc, "status", None),
-        getattr(getattr(exc, "response", None), "status_code", None),
+        _attr(exc, "status_code"),
+        _attr(exc, "status"),
+        _attr(_attr(exc, "response"), "status_code"),
     ):
         if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
             return value

@@ -1,8 +1,16 @@
-"""The SDK's own failures: swallowed, counted, logged once.
+"""The SDK's own failures: swallowed, counted by reason, logged once per reason.
 
 Telemetry must never break the host. Every code path of the SDK that runs inside the
-application's call goes through :func:`swallowed`, so a bug in usage extraction or an exporter
-misconfiguration costs a counter increment, never an exception in the app.
+application's call catches its own errors, so a bug in usage extraction or an unreachable
+collector costs a counter increment, never an exception in the app. The reasons:
+
+- ``internal``: the SDK's own code (or a hook the app gave it) raised; counted per event.
+- ``unauthorized``, ``forbidden``, ``not_found``: the collector answered 401, 403 or 404;
+  counted per response. Each is logged once with what to change.
+- ``export_failed``: a batch could not be delivered (collector down, hanging, 5xx after retries);
+  counted per batch.
+- ``spans_dropped``: spans lost (export failed, queue full, or still queued when the process
+  exits); counted per span.
 """
 
 from __future__ import annotations
@@ -12,19 +20,31 @@ import threading
 
 logger = logging.getLogger("infersight.sdk")
 
+INTERNAL = "internal"
+UNAUTHORIZED = "unauthorized"
+FORBIDDEN = "forbidden"
+NOT_FOUND = "not_found"
+EXPORT_FAILED = "export_failed"
+SPANS_DROPPED = "spans_dropped"
+REASONS = (INTERNAL, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, EXPORT_FAILED, SPANS_DROPPED)
+
 _lock = threading.Lock()
-_count = 0
-_logged = False
+_counts = dict.fromkeys(REASONS, 0)
+_logged: set[str] = set()
+
+
+def count(reason: str, n: int = 1) -> bool:
+    """Add ``n`` to ``reason``; True the first time this reason is counted (the caller logs then)."""
+    with _lock:
+        _counts[reason] = _counts.get(reason, 0) + n
+        first = reason not in _logged
+        _logged.add(reason)
+    return first
 
 
 def record_failure(where: str, exc: BaseException) -> None:
     """Count one internal failure; log the first one with its traceback, later ones not at all."""
-    global _count, _logged
-    with _lock:
-        _count += 1
-        first = not _logged
-        _logged = True
-    if first:
+    if count(INTERNAL):
         logger.warning(
             "infersight SDK failure in %s (further failures are counted, not logged)",
             where,
@@ -32,6 +52,12 @@ def record_failure(where: str, exc: BaseException) -> None:
         )
 
 
-def failure_count() -> int:
-    """How many internal failures the SDK has swallowed since the process started."""
-    return _count
+def failure_count(reason: str | None = None) -> int:
+    """How many failures the SDK has swallowed since the process started: all, or one reason's.
+
+    Reasons: ``internal``, ``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404),
+    ``export_failed`` (per batch) and ``spans_dropped`` (per span). Cheap and thread-safe.
+    """
+    if reason is None:
+        return sum(_counts.values())
+    return _counts.get(reason, 0)

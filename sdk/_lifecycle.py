@@ -15,15 +15,18 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from . import _attrs, _setup
+from . import _attrs, _export, _setup
 from ._attribution import current as current_attribution
 from ._attribution import queue_wait_s
 from ._errors import classify
 from ._guard import record_failure
 from ._streams import StreamStats
 
-ResultHook = Callable[["Call", Any], None]
-StreamHook = Callable[["Call", StreamStats], None]
+# Hooks add a call's attributes to ``out``; they run on the export thread when the SDK owns the
+# pipeline (see _setup.deferred), so they may be slow but must only read what the call left.
+ResultHook = Callable[["Call", Any, dict[str, Any]], None]
+StreamHook = Callable[["Call", StreamStats, dict[str, Any]], None]
+Fill = Callable[[dict[str, Any]], None]
 
 _REQUEST_PARAMS = {
     "temperature": "gen_ai.request.temperature",
@@ -56,6 +59,7 @@ class Call:
     """One traced invocation. Created by :func:`begin`; ended exactly once."""
 
     __slots__ = (
+        "end_ns",
         "ended",
         "input_tokens",
         "kwargs",
@@ -63,6 +67,7 @@ class Call:
         "output_tokens",
         "queue_source",
         "queue_wait",
+        "response_model",
         "span",
         "spec",
         "start_ns",
@@ -77,6 +82,7 @@ class Call:
         self.model = model
         self.token: object | None = None
         self.start_ns = time.perf_counter_ns()
+        self.end_ns = self.start_ns
         self.ended = False
         self.queue_wait: float | None = None
         self.queue_source: str | None = None
@@ -84,6 +90,7 @@ class Call:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.ttft_s: float | None = None
+        self.response_model: str | None = None
 
     def detach(self) -> None:
         if self.token is None:
@@ -95,38 +102,71 @@ class Call:
         self.token = None
 
     def end_result(self, result: Any) -> None:
-        self._end(lambda: self.spec.on_result(self, result), None, "result attributes")
+        if _setup.deferred() and type(result) is list:
+            result = list(result)  # the app may sort or trim its list in place before export
+        self._end(lambda out: self.spec.on_result(self, result, out), None)
 
     def end_stream(self, stats: StreamStats, error: BaseException | None, aborted: bool) -> None:
         """End after a stream: exhausted (``aborted=False``), failed, or closed/abandoned early."""
+        on_stream = self.spec.on_stream
 
-        def record() -> None:
+        def fill(out: dict[str, Any]) -> None:
             if aborted:
-                self.span.set_attribute(_attrs.STREAM_ABORTED, True)
-            if error is not None:
-                _record_error(self.span, error)
-            if self.spec.on_stream is not None:
-                self.spec.on_stream(self, stats)
+                out[_attrs.STREAM_ABORTED] = True
+            if on_stream is not None:
+                on_stream(self, stats, out)
 
-        self._end(record, error, "stream attributes")
+        self._end(fill, error)
 
     def end_error(self, error: BaseException) -> None:
-        self._end(lambda: _record_error(self.span, error), error, "error attributes")
+        self._end(None, error)
 
-    def _end(self, record: Callable[[], None], error: BaseException | None, what: str) -> None:
-        """The one way a call ends: detach, record (if sampled), end the span, count metrics. Once."""
+    def _end(self, fill: Fill | None, error: BaseException | None) -> None:
+        """The one way a call ends: detach, record (if sampled), end the span, count metrics. Once.
+
+        The status and exception are set here, before ``end``; the attributes too unless the
+        export thread will compute them (then only references are kept until it does).
+        """
         self.detach()
         if self.ended:
             return
         self.ended = True
+        self.end_ns = time.perf_counter_ns()
+        span = self.span
+        deferred = False
         try:
-            if self.span.is_recording():
-                record()
+            if not span.is_recording():
+                self._record_metrics(error)
+            else:
+                if error is not None:
+                    _record_error(span, error)
+                if _setup.deferred():
+                    self.kwargs = _snapshot(self.kwargs)
+                    _export.defer(span.get_span_context().span_id, lambda: self._attributes(fill, error))
+                    deferred = True
+                else:
+                    out, name = self._attributes(fill, error)
+                    span.set_attributes(out)
+                    if name:
+                        span.update_name(name)
         except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
-            record_failure(what, exc)
+            record_failure("span end", exc)
         finally:
-            self.span.end()
-            self._record_metrics(error)
+            span.end()
+            if deferred:
+                _export.undefer(span.get_span_context().span_id)
+
+    def _attributes(self, fill: Fill | None, error: BaseException | None) -> tuple[dict[str, Any], str | None]:
+        """What the result adds to the span, and its final name (from the model that answered)."""
+        out: dict[str, Any] = {}
+        if fill is not None:
+            try:
+                fill(out)
+            except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
+                record_failure("span attributes", exc)
+        self._record_metrics(error)
+        model = self.response_model
+        return out, (self.spec.span_name(model) if model and model != self.model else None)
 
     def _record_metrics(self, error: BaseException | None) -> None:
         instruments = _setup.instruments()
@@ -141,7 +181,7 @@ class Call:
             if error is not None:
                 attributes[_attrs.ERROR_TYPE] = type(error).__qualname__
             instruments.record(
-                attributes, self.elapsed_s(time.perf_counter_ns()), self.input_tokens, self.output_tokens, self.ttft_s
+                attributes, self.elapsed_s(self.end_ns), self.input_tokens, self.output_tokens, self.ttft_s
             )
         except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
             record_failure("metrics", exc)
@@ -163,11 +203,40 @@ class Call:
         return (until_ns - self.start_ns) / 1e9
 
 
+def _snapshot(kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The call's arguments as they were: chat loops append to ``messages`` right after a call."""
+    messages = kwargs.get("messages")
+    if type(messages) is list:
+        return {**kwargs, "messages": list(messages)}
+    return kwargs
+
+
 def _record_error(span: trace.Span, error: BaseException) -> None:
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"[:512]))
     span.set_attribute(_attrs.ERROR_TYPE, type(error).__qualname__)
     span.set_attribute(_attrs.ERROR_CLASS, classify(error))
+    try:
+        message = f"{type(error).__name__}: {error}"[:512]
+    except Exception:  # noqa: BLE001 - an exception whose __str__ raises still gets its status
+        message = type(error).__name__
+    span.set_status(Status(StatusCode.ERROR, message))
+    try:
+        span.record_exception(error)
+    except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
+        record_failure("record exception", exc)
+
+
+_warned_before_init = False
+
+
+def _warn_before_init() -> None:
+    global _warned_before_init
+    if _warned_before_init or _setup.initialised():
+        return
+    _warned_before_init = True
+    _setup.logger.warning(
+        "infersight: a traced function ran before infersight.sdk.init(); its spans are not recorded. "
+        "Call init(service_name=..., endpoint=..., api_key=...) once at startup, before the first call."
+    )
 
 
 def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -> Call | None:
@@ -175,10 +244,11 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
     try:
         tracer = _setup.tracer()
         if tracer is None:
+            _warn_before_init()
             return None
-        model = spec.model
-        if model is None and isinstance(kwargs.get("model"), str):
-            model = kwargs["model"]
+        model = kwargs.get("model")
+        if not isinstance(model, str) or not model:
+            model = spec.model  # the decorator's model= is the default; the call's argument wins
         attributes = dict(spec.attributes)
         attributes[_attrs.OPERATION] = spec.operation
         if spec.provider:

@@ -4,31 +4,28 @@ retrieval hits and score stats; rerank candidate counts and time per candidate."
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from . import _attrs, _setup
-from ._content import input_messages, messages_json, output_text
+from ._content import input_messages, messages_json, output_text, retrieval_content
 from ._estimate import estimate_tokens
 from ._lifecycle import Call
 from ._pricing import lookup_rates
 from ._streams import StreamStats
-from ._usage import Usage, extract_usage
+from ._usage import Usage, _get, extract_usage
 
 _MAX_SCHEMA_CHARS = 16_384
 
-# The hooks collect attributes into one dict and set them with one call: the SDK span takes a
-# lock per set_attribute call, which showed up in the overhead profile.
+# The hooks fill one dict that is set with one call (the SDK span takes a lock per
+# set_attribute), or merged on the export thread when the work is deferred.
 
 
-def llm_result(call: Call, result: Any) -> None:
-    out: dict[str, Any] = {}
+def llm_result(call: Call, result: Any, out: dict[str, Any]) -> None:
     _record_llm(call, out, extract_usage(result), lambda: output_text(result))
-    call.span.set_attributes(out)
 
 
-def llm_stream(call: Call, stats: StreamStats) -> None:
-    out: dict[str, Any] = {_attrs.STREAM_CHUNKS: stats.chunks}
+def llm_stream(call: Call, stats: StreamStats, out: dict[str, Any]) -> None:
+    out[_attrs.STREAM_CHUNKS] = stats.chunks
     if stats.loop_unit is not None:
         out[_attrs.STREAM_GUARD_STOPPED] = True
         out[_attrs.STREAM_LOOP_UNIT] = stats.loop_unit
@@ -43,7 +40,6 @@ def llm_stream(call: Call, stats: StreamStats) -> None:
             threshold_ns = _setup.options().stall_threshold_s * 1e9
             out[_attrs.ITL_STALLS] = sum(1 for g in gaps if g > threshold_ns)
     _record_llm(call, out, stats.usage, lambda: "".join(stats.text), stats)
-    call.span.set_attributes(out)
 
 
 def _quantile(sorted_values: list[int], q: float) -> float:
@@ -62,6 +58,7 @@ def _record_llm(
     if usage.input_tokens is None and usage.output_tokens is None:
         _estimate(call, out, usage, text)
     _set_usage(out, usage)
+    call.response_model = usage.response_model
     call.input_tokens, call.output_tokens = usage.input_tokens, usage.output_tokens
     _set_cost(call, out, usage)
     _set_queue_and_prefill(call, out, stats, usage)
@@ -74,6 +71,7 @@ def _set_output_type(call: Call, out: dict[str, Any]) -> None:
     """Mark JSON answers (``expect_json=True`` or a JSON ``response_format``) for the JSON detector."""
     fmt = call.kwargs.get("response_format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
+    kind = kind if isinstance(kind, str) else None
     if call.spec.expect_json or kind in ("json_object", "json_schema"):
         out[_attrs.OUTPUT_TYPE] = "json"
     if kind == "json_schema" and isinstance(fmt, dict):  # kind is set only for a dict fmt
@@ -164,37 +162,38 @@ def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage
         out[_attrs.CONTENT_TRUNCATED] = True
 
 
-def retrieval_result(call: Call, result: Any) -> None:
-    span = call.span
+def retrieval_result(call: Call, result: Any, out: dict[str, Any]) -> None:
     top_k = call.kwargs.get("top_k", call.kwargs.get("k"))
     if isinstance(top_k, int) and _attrs.TOP_K not in call.spec.attributes:
-        span.set_attribute(_attrs.TOP_K, top_k)
+        out[_attrs.TOP_K] = top_k
     if isinstance(result, (list, tuple)):
-        span.set_attribute(_attrs.RETRIEVAL_RETURNED, len(result))
+        out[_attrs.RETRIEVAL_RETURNED] = len(result)
         scores = [s for s in (_score(item) for item in result) if s is not None]
         if scores:
-            span.set_attribute(_attrs.RETRIEVAL_SCORE_MAX, max(scores))
-            span.set_attribute(_attrs.RETRIEVAL_SCORE_MIN, min(scores))
-            span.set_attribute(_attrs.RETRIEVAL_SCORE_MEAN, sum(scores) / len(scores))
+            out[_attrs.RETRIEVAL_SCORE_MAX] = max(scores)
+            out[_attrs.RETRIEVAL_SCORE_MIN] = min(scores)
+            out[_attrs.RETRIEVAL_SCORE_MEAN] = sum(scores) / len(scores)
+    opts = _setup.options()
+    if opts.capture_content:
+        retrieval_content(call.kwargs, result, out, opts.redactors, opts.max_content_chars)
 
 
 def _score(item: Any) -> float | None:
-    score = item.get("score") if isinstance(item, dict) else getattr(item, "score", None)
+    score = _get(item, "score")
     if score is None and isinstance(item, tuple) and len(item) == 2:
         score = item[1]  # (document, score) pairs, as LangChain's similarity_search_with_score returns
     return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
 
 
-def rerank_result(call: Call, result: Any) -> None:
-    span = call.span
+def rerank_result(call: Call, result: Any, out: dict[str, Any]) -> None:
     candidates = None
     for name in ("documents", "candidates", "docs"):
         value = call.kwargs.get(name)
         if isinstance(value, (list, tuple)):
             candidates = len(value)
-            span.set_attribute(_attrs.RERANK_CANDIDATES, candidates)
+            out[_attrs.RERANK_CANDIDATES] = candidates
             break
     if isinstance(result, (list, tuple)):
-        span.set_attribute(_attrs.RERANK_RETURNED, len(result))
+        out[_attrs.RERANK_RETURNED] = len(result)
     if candidates:
-        span.set_attribute(_attrs.RERANK_S_PER_CANDIDATE, call.elapsed_s(time.perf_counter_ns()) / candidates)
+        out[_attrs.RERANK_S_PER_CANDIDATE] = call.elapsed_s(call.end_ns) / candidates

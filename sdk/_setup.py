@@ -7,21 +7,25 @@ nothing, as OpenTelemetry's own global setters do.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+import time
 import warnings
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from ._content import Redactor, redact_builtin
+from ._export import ExportProcessor
 from ._guard import record_failure
 from ._metrics import Instruments
 from ._pricing import ModelRates, rates_from_mapping
@@ -54,8 +58,13 @@ class _State:
         self.initialised = False
         self.tracer: trace.Tracer | None = None
         self.provider: TracerProvider | None = None
-        self.processor: SpanProcessor | None = None
+        self.processor: ExportProcessor | None = None
         self.owns_provider = False
+        # True when every processor on the provider is the SDK's own: span work then moves to
+        # the export thread. An app's provider may carry its own processors, which must see
+        # finished attributes, so there the work stays on the caller's thread.
+        self.deferred = False
+        self.shutdown_timeout_s = 0.5
         self.price_overrides: dict[str, ModelRates] = {}
         self.instruments: Instruments | None = None
         self.meter_provider: MeterProvider | None = None
@@ -63,6 +72,9 @@ class _State:
 
 
 _state = _State()
+# Providers init() created: after shutdown() a new init() creates a fresh one rather than
+# attaching to a stopped provider left behind as OpenTelemetry's global.
+_created: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 
 
 def tracer() -> trace.Tracer | None:
@@ -74,9 +86,20 @@ def tracer() -> trace.Tracer | None:
     t = _state.tracer
     if t is not None:
         return t
-    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+    global_provider = trace.get_tracer_provider()
+    if isinstance(global_provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    if global_provider in _created:  # the SDK's own, left behind by shutdown(): stopped
         return None
     return trace.get_tracer(_SCOPE)
+
+
+def deferred() -> bool:
+    return _state.deferred
+
+
+def initialised() -> bool:
+    return _state.initialised
 
 
 def price_override(model: str) -> ModelRates | None:
@@ -108,6 +131,8 @@ def init(
     stall_threshold_s: float = 1.0,
     meter_provider: MeterProvider | None = None,
     metrics_interval_s: float = 10.0,
+    span_exporter: SpanExporter | None = None,
+    shutdown_timeout_s: float = 0.5,
 ) -> None:
     """Configure the SDK once per process.
 
@@ -137,6 +162,14 @@ def init(
             ``watch_queue`` gauges. Without one (and without a global SDK one), a provider
             exporting OTLP metrics to ``{endpoint}/v1/metrics`` every ``metrics_interval_s`` is
             created when ``export`` is on.
+        span_exporter: export spans with this instead of OTLP/HTTP (a console or in-memory exporter).
+        shutdown_timeout_s: how long :func:`shutdown`, and the exit of a process that never calls it,
+            may wait for queued spans (default 0.5 s, which keeps exit under a second with the
+            interpreter's own teardown); what is still queued then is counted as dropped.
+
+    Spans go out on a daemon thread. When the SDK creates the provider, usage, pricing, content
+    redaction and serialisation run there too, off the application's thread; a process exits
+    at most ``shutdown_timeout_s`` after its last line whatever the collector does.
 
     Never raises: a bad setting is logged once and the SDK carries on without exporting.
     """
@@ -144,10 +177,8 @@ def init(
         if _state.initialised:
             warnings.warn("infersight.sdk.init() was already called; ignoring this call", stacklevel=2)
             return
-        try:
-            _state.price_overrides = {m: rates_from_mapping(dict(p)) for m, p in (prices or {}).items()}
-        except (KeyError, TypeError, ValueError) as exc:
-            logger.warning("infersight: ignoring the 'prices' setting of init(): %r", exc)
+        _state.price_overrides = _price_overrides(prices)
+        _state.shutdown_timeout_s = _positive("shutdown_timeout_s", shutdown_timeout_s, 0.5)
         opts = _state.options
         opts.capture_content = bool(capture_content)
         opts.max_content_chars = _positive("max_content_chars", max_content_chars, 16_384)
@@ -158,7 +189,7 @@ def init(
             sample_rate = 1.0
         provider = tracer_provider
         global_provider = trace.get_tracer_provider()
-        if provider is None and isinstance(global_provider, TracerProvider):
+        if provider is None and isinstance(global_provider, TracerProvider) and global_provider not in _created:
             provider = global_provider
         owns = provider is None
         if provider is None:
@@ -166,21 +197,27 @@ def init(
             if service_version:
                 attrs["service.version"] = service_version
             sampler = ParentBased(TraceIdRatioBased(sample_rate))
-            provider = TracerProvider(resource=Resource.create(attrs), sampler=sampler)
+            # The SDK bounds exit itself (_exit below): the provider's own hook has no time limit.
+            provider = TracerProvider(resource=Resource.create(attrs), sampler=sampler, shutdown_on_exit=False)
         provider.add_span_processor(AttributionProcessor())
-        if export:
+        if export or span_exporter is not None:
             try:
-                _state.processor = BatchSpanProcessor(_exporter(endpoint, api_key))
+                exporter = span_exporter or _exporter(endpoint, api_key)
+                _state.processor = ExportProcessor(exporter, shutdown_timeout_s=_state.shutdown_timeout_s)
                 provider.add_span_processor(_state.processor)
             except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
         if owns:
-            trace.set_tracer_provider(provider)
+            _created.add(provider)
+            if not isinstance(global_provider, TracerProvider):  # OpenTelemetry allows setting it once
+                trace.set_tracer_provider(provider)
         _state.provider = provider
         _state.owns_provider = owns
+        _state.deferred = owns and _state.processor is not None
         _setup_metrics(meter_provider, endpoint, api_key, export, provider.resource, metrics_interval_s)
         _state.tracer = provider.get_tracer(_SCOPE)
         _state.initialised = True
+        atexit.register(_exit)
 
 
 def _setup_metrics(
@@ -204,7 +241,7 @@ def _setup_metrics(
             reader = PeriodicExportingMetricReader(
                 exporter, export_interval_millis=_positive("metrics_interval_s", interval_s, 10.0) * 1000
             )
-            meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+            meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
             _state.owns_meter_provider = True
         except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
             logger.warning("infersight: metrics export disabled: %r", exc)
@@ -228,10 +265,30 @@ def _positive(name: str, value: float, default: float):  # -> same type as value
     return default
 
 
-def _exporter(endpoint: str | None, api_key: str | None):  # -> OTLPSpanExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+def _exporter(endpoint: str | None, api_key: str | None) -> SpanExporter:
+    from ._otlp import span_exporter
 
-    return OTLPSpanExporter(endpoint=_base_url(endpoint) + "/v1/traces", headers=_auth_headers(api_key), timeout=5)
+    exporter: SpanExporter = span_exporter(_base_url(endpoint) + "/v1/traces", _auth_headers(api_key), 5.0)
+    return exporter
+
+
+def _price_overrides(prices: Mapping[str, Mapping[str, float]] | None) -> dict[str, ModelRates]:
+    """Each entry on its own: a bad one is refused with a warning and the others still apply."""
+    out: dict[str, ModelRates] = {}
+    try:
+        entries = list((prices or {}).items())
+    except Exception as exc:  # noqa: BLE001 - a bad setting is logged, never raised
+        logger.warning("infersight: 'prices' of init() must map model names to rates; ignoring it: %r", exc)
+        return out
+    for model, rates in entries:
+        try:
+            if not isinstance(model, str):
+                raise TypeError(f"the model name must be a string, got {model!r}")
+            out[model] = rates_from_mapping(dict(rates))
+        except Exception as exc:  # noqa: BLE001 - one bad entry must not drop the others
+            logger.warning("infersight: ignoring the price of %r in init(prices=...): %r; expected "
+                           "{'input_mtok': float, 'output_mtok': float, ...} in USD per million tokens", model, exc)
+    return out
 
 
 def force_flush(timeout_millis: int = 30_000) -> bool:
@@ -242,34 +299,44 @@ def force_flush(timeout_millis: int = 30_000) -> bool:
     return processor.force_flush(timeout_millis)
 
 
-def shutdown(timeout_s: float = 5.0) -> None:
-    """Flush and stop the SDK's exporter (and the provider, if ``init`` created it).
+def shutdown(timeout_s: float | None = None) -> None:
+    """Flush and stop the SDK's exporter (and the providers ``init`` created).
 
-    Waits at most ``timeout_s``: with the collector unreachable, the exporter's retries would
-    otherwise hold the application's exit for tens of seconds. Spans not exported by then
-    are dropped with a warning.
+    Waits at most ``timeout_s`` (default: ``init(shutdown_timeout_s=...)``, 0.5 s): spans not exported
+    by then are counted in ``failure_count("spans_dropped")`` with a warning. A process that never
+    calls this gets the same bounded shutdown at exit.
     """
     with _state.lock:
+        timeout = _state.shutdown_timeout_s if timeout_s is None else timeout_s
+        processor = _state.processor
         targets = []
         if _state.owns_provider and _state.provider is not None:
             targets.append(_state.provider.shutdown)  # also shuts down the processor
-        elif _state.processor is not None:
-            targets.append(_state.processor.shutdown)
+        elif processor is not None:
+            targets.append(processor.shutdown)
         if _state.owns_meter_provider and _state.meter_provider is not None:
             targets.append(_state.meter_provider.shutdown)
         _state.reset()
-    if not targets:
-        return
+    atexit.unregister(_exit)
+    if processor is not None:
+        processor.shutdown_timeout_s = max(timeout - 0.05, 0.0)  # leaves time to count what is left
+    deadline = time.monotonic() + max(timeout, 0.0)
+    workers = [threading.Thread(target=_stop, args=(t,), name="infersight-shutdown", daemon=True) for t in targets]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(max(deadline - time.monotonic(), 0.0))
+    if any(worker.is_alive() for worker in workers):
+        logger.warning("infersight: shutdown did not finish within %.1f s; unsent telemetry is dropped", timeout)
 
-    def stop_all() -> None:
-        for target in targets:
-            try:
-                target()
-            except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
-                record_failure("shutdown", exc)
 
-    worker = threading.Thread(target=stop_all, name="infersight-shutdown", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        logger.warning("infersight: export did not finish within %.1f s; unsent spans are dropped", timeout_s)
+def _stop(target: Callable[[], object]) -> None:
+    try:
+        target()
+    except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
+        record_failure("shutdown", exc)
+
+
+def _exit() -> None:
+    """At interpreter exit: the bounded shutdown, so a dead or hanging collector never holds the process."""
+    shutdown()

@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ._guard import record_failure
 from ._stream_guard import CHECK_EVERY_CHUNKS
-from ._usage import Usage, _get, _read_counts
+from ._usage import Usage, _get, _read_counts, extract_usage
 
 _now_ns = time.perf_counter_ns
 
@@ -64,20 +65,38 @@ class StreamStats:
             if self.keep_text:
                 self.text.append(text)
                 if self.guard is not None and len(self.gaps_ns) % CHECK_EVERY_CHUNKS == CHECK_EVERY_CHUNKS - 1:
-                    self.loop_unit = self.guard(self.text)
+                    self._check_loop()
+
+    def _check_loop(self) -> None:
+        assert self.guard is not None
+        try:
+            self.loop_unit = self.guard(self.text)
+        except Exception as exc:  # noqa: BLE001 - the guard is an optimisation; the stream goes on
+            record_failure("stream guard", exc)
+            self.guard = None
 
 
 def _chunk_text(chunk: Any, usage: Usage) -> str | None:
-    """The text a chunk carries; usage, model and finish reason are recorded into ``usage``."""
+    """The text a chunk carries; usage, model and finish reason are recorded into ``usage``.
+
+    Never raises: whatever a chunk's attributes do, the chunk reaches the app unchanged.
+    """
     if isinstance(chunk, str):
         return chunk
     if isinstance(chunk, bytes):
         return chunk.decode("utf-8", "replace")
+    try:
+        return _provider_chunk(chunk, usage)
+    except Exception:  # noqa: BLE001 - a chunk the SDK cannot read carries no text for it
+        return None
+
+
+def _provider_chunk(chunk: Any, usage: Usage) -> str | None:
     choices = _get(chunk, "choices")
     if choices is None:
         kind = _get(chunk, "type")
-        if isinstance(kind, str):  # Anthropic stream event
-            return _anthropic_event(chunk, kind, usage)
+        if isinstance(kind, str):  # Anthropic or OpenAI Responses stream event
+            return _typed_event(chunk, kind, usage)
     raw_usage = _get(chunk, "usage")
     if raw_usage is not None:
         _read_counts(raw_usage, usage)
@@ -85,7 +104,7 @@ def _chunk_text(chunk: Any, usage: Usage) -> str | None:
         model = _get(chunk, "model")
         if isinstance(model, str):
             usage.response_model = model
-    if not choices:
+    if type(choices) is not list or not choices:  # a real list: its truth and items run no user code
         return None
     first = choices[0]
     reason = _get(first, "finish_reason")
@@ -93,6 +112,28 @@ def _chunk_text(chunk: Any, usage: Usage) -> str | None:
         usage.finish_reasons = (reason,)
     content = _get(_get(first, "delta"), "content")
     return content if isinstance(content, str) else None
+
+
+def _typed_event(event: Any, kind: str, usage: Usage) -> str | None:
+    if kind.startswith("response."):
+        return _responses_event(event, kind, usage)
+    return _anthropic_event(event, kind, usage)
+
+
+def _responses_event(event: Any, kind: str, usage: Usage) -> str | None:
+    """OpenAI Responses API stream events: text deltas, and the final response with its usage."""
+    if kind == "response.output_text.delta":
+        delta = _get(event, "delta")
+        return delta if isinstance(delta, str) else None
+    if kind in ("response.completed", "response.incomplete"):
+        response = _get(event, "response")
+        final = extract_usage(response)
+        if final.input_tokens is not None or final.output_tokens is not None:
+            for name in ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens"):
+                setattr(usage, name, getattr(final, name))
+        usage.response_model = final.response_model or usage.response_model
+        usage.finish_reasons = final.finish_reasons or usage.finish_reasons
+    return None
 
 
 def _anthropic_event(event: Any, kind: str, usage: Usage) -> str | None:
@@ -126,11 +167,18 @@ class TracedStream:
 
     def __init__(self, inner: Any, stats: StreamStats, finish: Callable[[BaseException | None, bool], None]) -> None:
         self._inner = inner
-        self._iterator = iter(inner)
+        # Iterated as the app iterates it: next() on the stream itself, or iter() first when the
+        # app loops over it, so an __iter__ that raises raises where it would without the SDK.
+        self._iterator: Any = inner
         self._stats = stats
         self._finish = finish
 
     def __iter__(self) -> TracedStream:
+        try:
+            self._iterator = iter(self._inner)
+        except BaseException as exc:
+            self._finish(exc, False)
+            raise
         return self
 
     def __next__(self) -> Any:
@@ -180,11 +228,16 @@ class TracedAsyncStream:
 
     def __init__(self, inner: Any, stats: StreamStats, finish: Callable[[BaseException | None, bool], None]) -> None:
         self._inner = inner
-        self._iterator = inner.__aiter__()
+        self._iterator: Any = inner
         self._stats = stats
         self._finish = finish
 
     def __aiter__(self) -> TracedAsyncStream:
+        try:
+            self._iterator = self._inner.__aiter__()
+        except BaseException as exc:
+            self._finish(exc, False)
+            raise
         return self
 
     async def __anext__(self) -> Any:
@@ -193,7 +246,7 @@ class TracedAsyncStream:
             await self._close_inner()
             raise StopAsyncIteration
         try:
-            chunk = await self._iterator.__anext__()
+            chunk = await type(self._iterator).__anext__(self._iterator)
         except StopAsyncIteration:
             self._finish(None, False)
             raise
@@ -231,10 +284,18 @@ class TracedAsyncStream:
         return getattr(self._inner, name)
 
 
+def _type_has(value: Any, name: str) -> bool:
+    # Looked up on the type, as Python's own iteration does: never runs the object's __getattr__.
+    try:
+        return hasattr(type(value), name)
+    except Exception:  # noqa: BLE001 - a hostile metaclass: not a stream to the SDK
+        return False
+
+
 def is_sync_stream(value: Any) -> bool:
     """A returned value the SDK should observe as a stream: an iterator that is not a container."""
-    return hasattr(value, "__next__") and not isinstance(value, (str, bytes, dict, list, tuple))
+    return _type_has(value, "__next__") and not isinstance(value, (str, bytes, dict, list, tuple))
 
 
 def is_async_stream(value: Any) -> bool:
-    return hasattr(value, "__anext__")
+    return _type_has(value, "__anext__")

@@ -23,11 +23,19 @@ class Usage:
 
 
 def _get(obj: Any, name: str) -> Any:
+    """``obj[name]`` or ``obj.name``, ``None`` when absent; never raises, whatever ``obj`` is.
+
+    Lazy proxies and strict mocks raise from ``__getattr__`` things other than AttributeError;
+    to the SDK such an object simply lacks the field.
+    """
     if obj is None:
         return None
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
+    try:
+        if isinstance(obj, dict):
+            return obj.get(name)
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - reading a user's object must never raise into the app
+        return None
 
 
 def _int(value: Any) -> int | None:

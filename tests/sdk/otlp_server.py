@@ -1,0 +1,88 @@
+"""Local collectors over real sockets: one that stores OTLP spans, and the ways a collector fails."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
+def _value(v: Any) -> Any:
+    kind = v.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_value(x) for x in v.array_value.values)
+    return getattr(v, kind)
+
+
+class OtlpServer:
+    """Answers every POST with ``status``; with 200 it keeps the spans: ``[(name, trace_id, parent, attrs)]``."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.spans: list[tuple[str, bytes, bytes, dict[str, Any]]] = []
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests += 1
+                if outer.status == 200 and self.path == "/v1/traces":
+                    request = ExportTraceServiceRequest()
+                    request.ParseFromString(body)
+                    for rs in request.resource_spans:
+                        for ss in rs.scope_spans:
+                            for s in ss.spans:
+                                attrs = {a.key: _value(a.value) for a in s.attributes}
+                                outer.spans.append((s.name, s.trace_id, s.parent_span_id, attrs))
+                self.send_response(outer.status)
+                self.send_header("Content-Length", "0")
+                if outer.status == 503:
+                    self.send_header("Retry-After", "30")
+                self.end_headers()
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class HangingServer:
+    """Accepts TCP connections and never answers."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._held: list[socket.socket] = []
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self._held.append(conn)
+
+    def stop(self) -> None:
+        self._sock.close()
+        for conn in self._held:
+            conn.close()
+
+
+def dead_url() -> str:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
