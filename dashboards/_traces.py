@@ -93,8 +93,8 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
         " groupUniqArray(service) AS services, groupUniqArray(route) AS routes,"
         " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = 'llm') AS models,"
         " count() AS spans, countIf(kind = 'llm') AS llm_calls,"
-        " countIf(status = 'error') AS errors, sum(input_tokens) AS input_tokens,"
-        " sum(output_tokens) AS output_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd"
+        " countIf(status = 'error') AS errors, sum(ifNull(input_tokens, 0)) AS input_tokens,"
+        " sum(ifNull(output_tokens, 0)) AS output_tokens, sum(ifNull(cost_usd, 0)) AS cost_usd"
         f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
         " GROUP BY trace_id",
         params,

@@ -21,8 +21,8 @@ EXPECTED = {
     store: [
         "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "Store", "StoreError", "call_figures",
         "clickhouse_time", "cluster_statements", "day_or_yesterday", "dead_letters", "detections", "encode_rows",
-        "insert_error", "kind_of", "operations_of", "queues", "recent_spans", "since_to_unix_ns", "statements",
-        "summary",
+        "insert_error", "kind_of", "operation_of", "operations_of", "queues", "recent_spans", "since_to_unix_ns",
+        "statements", "summary",
     ],
     alerts: [
         "Alert", "AlertmanagerNotifier", "BurnWindow", "CostRule", "ErrorRateRule", "Evaluation",

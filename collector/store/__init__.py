@@ -15,7 +15,7 @@ from ..errors import DataDirLocked, StoreError
 from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
-from ._kinds import KINDS, LLM, kind_of, operations_of
+from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
 from ._queries import dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
@@ -38,6 +38,7 @@ __all__ = [
     "encode_rows",
     "insert_error",
     "kind_of",
+    "operation_of",
     "operations_of",
     "queues",
     "recent_spans",

@@ -21,8 +21,13 @@ _FIGURES = {
     "spans": "count()",
     "llm_calls": f"countIf({_IS_CALL})",
     "llm_errors": f"countIf({_IS_CALL} AND status = 'error')",
-    "input_tokens": f"sumIf(input_tokens, {_IS_CALL})",
-    "output_tokens": f"sumIf(output_tokens, {_IS_CALL})",
+    # Tokens of the calls whose usage is known (NULL: a stream without usage); those with none are
+    # counted apart, never as 0 tokens.
+    "input_tokens": f"sumIf(ifNull(input_tokens, 0), {_IS_CALL})",
+    "output_tokens": f"sumIf(ifNull(output_tokens, 0), {_IS_CALL})",
+    "unknown_usage_calls": (
+        f"countIf({_IS_CALL} AND llm_spans.input_tokens IS NULL AND llm_spans.output_tokens IS NULL)"
+    ),
     "cost_usd": f"sumIf(ifNull(cost_usd, 0), {_IS_CALL})",
     # Calls of models with no known price: their cost is unknown, not 0, and not in cost_usd.
     "unpriced_calls": f"countIf({_IS_CALL} AND llm_spans.cost_usd IS NULL)",  # the column, not the sum above
@@ -39,7 +44,8 @@ def call_figures(
     the ``by`` columns (``llm_spans`` column names), largest cost first; one dict when ``by`` is
     empty. Each dict: the ``by`` columns, ``spans`` (all kinds), ``kinds`` (spans per kind),
     ``llm_calls``, ``llm_errors``, ``llm_error_rate``, ``input_tokens``, ``output_tokens``,
-    ``cost_usd`` (of priced calls), ``unpriced_calls`` and ``latency_s`` (p50/p95/p99 in
+    ``cost_usd`` (of priced calls), ``unpriced_calls``, ``unknown_usage_calls`` (no token counts
+    reported: not in the token sums) and ``latency_s`` (p50/p95/p99 in
     seconds, ``None`` without calls). Blocks on one query.
     """
     for column in by:
@@ -74,5 +80,6 @@ def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
         "output_tokens": int(row["output_tokens"]),
         "cost_usd": float(row["cost_usd"]),
         "unpriced_calls": int(row["unpriced_calls"]),
+        "unknown_usage_calls": int(row["unknown_usage_calls"]),
         "latency_s": {"p50": q[0], "p95": q[1], "p99": q[2]},
     }
