@@ -4,9 +4,11 @@ A framework's LLM span over a client's (LangChain over OpenAI), OpenInference ov
 semconv, or our decorator over either: two LLM spans, one call. Two shapes occur:
 
 * the inner span is a **child** of the outer one (a client wrapped twice, our decorator);
-* the inner span is a **sibling** inside the outer one's time, with the same model:
-  OpenInference's LangChain tracer starts its span without making it current, so the OpenAI
-  span beside it gets the same parent.
+* the inner span is elsewhere in the trace (a sibling, or under a span in between) but from
+  another instrumentation (another scope), inside the outer one's time, with the same model:
+  OpenInference's LangChain tracer starts its span without making it current, so the OpenAI span
+  is its sibling. Without a span around the call (an app's request span) the two are separate
+  traces and are not paired.
 
 The innermost span is the one counted: its duration and TTFT are the call's own. Every outer
 span of the pair gets ``infersight.same_call_as`` (the inner span's id) and the view leaves it
@@ -43,7 +45,7 @@ ATTRIBUTION_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Call:
     trace_id: str
     span_id: str
@@ -52,18 +54,12 @@ class _Call:
     end_ns: int
     model: str
     scope: str
+    dropped: bool = False  # marked as the repeat of another span: it cannot stand for a call any more
 
-    def contains(self, other: _Call) -> bool:
-        """``self`` is the outer span of ``other``'s call."""
-        if other.trace_id != self.trace_id or other.span_id == self.span_id:
-            return False
-        if other.parent_id == self.span_id:
-            return True
-        # A sibling: only another instrumentation's span is the same call (one instrumentation's
-        # concurrent calls of one model overlap in time too), and only one inside this one's time.
-        if other.parent_id != self.parent_id or other.scope == self.scope:
-            return False
-        if not (self.start_ns <= other.start_ns and other.end_ns <= self.end_ns):
+    def holds(self, other: _Call) -> bool:
+        """``other``, not a child, is the same call inside this span: only another instrumentation's
+        span counts (one instrumentation's concurrent calls of one model overlap in time too)."""
+        if other.scope == self.scope or not (self.start_ns <= other.start_ns and other.end_ns <= self.end_ns):
             return False
         if self.model and other.model and self.model != other.model:
             return False
@@ -73,45 +69,52 @@ class _Call:
 
 
 class _Recent:
-    """The last LLM spans a decode worker saw, by trace (thread-safe: decoding may run in threads)."""
+    """The last LLM spans a decode worker saw, by trace, at most ``size`` (thread-safe: decoding
+    may run in the server's threads)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._calls: OrderedDict[tuple[str, str], _Call] = OrderedDict()
+        self._traces: OrderedDict[str, dict[str, _Call]] = OrderedDict()
+        self._count = 0
         self._lock = threading.Lock()
 
     def of_trace(self, trace_id: str) -> list[_Call]:
         with self._lock:
-            return [c for (t, _), c in self._calls.items() if t == trace_id] if self._calls else []
+            return list(self._traces.get(trace_id, {}).values())
 
     def add(self, calls: list[_Call]) -> None:
         with self._lock:
-            for call in calls:
-                self._calls[(call.trace_id, call.span_id)] = call
-            while len(self._calls) > self.size:
-                self._calls.popitem(last=False)
+            for call in calls[-self.size:]:
+                known = self._traces.setdefault(call.trace_id, {})
+                self._traces.move_to_end(call.trace_id)
+                self._count += call.span_id not in known
+                known[call.span_id] = call
+            while self._count > self.size:
+                _, evicted = self._traces.popitem(last=False)
+                self._count -= len(evicted)
 
 
 _recent = _Recent(REMEMBERED)
+# Spans that are not parent and child are compared pairwise: a trace with more LLM spans than
+# this in one request (a bulk load) is only checked for parent-child pairs.
+MAX_COMPARED = 64
 
 
 def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -> None:
     """Mark every outer LLM span of a nested pair among ``rows`` (normalised ``otel_traces`` rows)
     or between ``rows`` and the LLM spans seen before; see the module docstring. In place."""
     recent = _recent if recent is None else recent
-    calls = {id(row): call for row in rows if (call := _call(row)) is not None}
-    if not calls:
+    here = {(call.trace_id, call.span_id): (call, row) for row in rows if (call := _call(row)) is not None}
+    if not here:
         return
     by_trace: dict[str, list[_Call]] = {}
-    for call in calls.values():
+    for call, _ in here.values():
         by_trace.setdefault(call.trace_id, []).append(call)
-    rows_by_span = {(row["TraceId"], row["SpanId"]): row for row in rows if id(row) in calls}
-    for trace_id, here in by_trace.items():
-        before = [c for c in recent.of_trace(trace_id) if (c.trace_id, c.span_id) not in rows_by_span]
-        here.sort(key=lambda c: (c.start_ns, -c.end_ns))  # outer first: attribution flows inwards
-        for call in here:
-            _mark(call, here, before, rows_by_span)
-    recent.add(list(calls.values()))
+    for trace_id, calls in by_trace.items():
+        before = [c for c in recent.of_trace(trace_id) if (trace_id, c.span_id) not in here]
+        for outer, inner in _pairs(calls + before):
+            _mark(outer, inner, here)
+    recent.add([call for call, _ in here.values()])
 
 
 def _call(row: dict[str, Any]) -> _Call | None:
@@ -129,21 +132,33 @@ def _ns(ts: str) -> int:
     return int(ts[:-10]) * 1_000_000_000 + int(ts[-9:])
 
 
-def _mark(call: _Call, here: list[_Call], before: list[_Call], rows: dict[tuple[str, str], dict[str, Any]]) -> None:
-    row = rows[(call.trace_id, call.span_id)]
-    attrs = row["SpanAttributes"]
-    inner = next((c for c in here if call.contains(c)), None)
-    if inner is not None:
-        attrs[SAME_CALL_AS] = inner.span_id
-        _fill(rows[(inner.trace_id, inner.span_id)]["SpanAttributes"], attrs)
-        return
-    inner = next((c for c in before if call.contains(c)), None)
-    if inner is not None:
-        attrs[SAME_CALL_AS] = inner.span_id  # the inner row is stored already: it alone counts
-        return
-    outer = next((c for c in before if c.contains(call)), None)
-    if outer is not None:
-        attrs[SAME_CALL_AS] = outer.span_id  # the outer row arrived first and is counted
+def _pairs(calls: list[_Call]) -> list[tuple[_Call, _Call]]:
+    """(outer, inner) pairs among the LLM spans of one trace, outer spans first."""
+    by_id = {c.span_id: c for c in calls}
+    out = []
+    for call in calls:
+        parent = by_id.get(call.parent_id)
+        if parent is not None:
+            out.append((parent, call))
+    if 1 < len(calls) <= MAX_COMPARED and len({c.scope for c in calls}) > 1:
+        out.extend((a, b) for a in calls for b in calls if a is not b and a.parent_id != b.span_id
+                   and b.parent_id != a.span_id and a.holds(b))
+    out.sort(key=lambda pair: (pair[0].start_ns, -pair[0].end_ns))  # attribution flows inwards
+    return out
+
+
+def _mark(outer: _Call, inner: _Call, here: dict[tuple[str, str], tuple[_Call, dict[str, Any]]]) -> None:
+    outer_here = here.get((outer.trace_id, outer.span_id))
+    inner_here = here.get((inner.trace_id, inner.span_id))
+    if outer_here is not None:
+        outer.dropped = True
+        outer_here[1]["SpanAttributes"].setdefault(SAME_CALL_AS, inner.span_id)
+        if inner_here is not None:
+            _fill(inner_here[1]["SpanAttributes"], outer_here[1]["SpanAttributes"])
+    elif inner_here is not None and not outer.dropped:
+        # the outer row arrived first and is counted already: the inner one is the repeat
+        inner.dropped = True
+        inner_here[1]["SpanAttributes"].setdefault(SAME_CALL_AS, outer.span_id)
 
 
 def _fill(inner: dict[str, str], outer: dict[str, str]) -> None:

@@ -165,8 +165,16 @@ def test_spans_the_sdk_marked_and_other_kinds_are_left_alone():
         assert SAME_CALL_AS not in r["SpanAttributes"]
 
 
-def test_the_memory_is_bounded():
+def test_the_memory_is_bounded_and_forgets_the_oldest_traces():
     recent = _Recent(4)
     for i in range(10):
-        mark_same_calls([llm(f"s{i}", start=T0 + i * 10**10)], recent)
-    assert len(recent.of_trace("t1")) == 4
+        r = llm(f"s{i}")
+        r["TraceId"] = f"t{i}"
+        mark_same_calls([r], recent)
+    assert [len(recent.of_trace(f"t{i}")) for i in range(10)] == [0] * 6 + [1] * 4
+
+
+def test_a_bulk_load_of_one_trace_is_linear():
+    rows = [llm(f"{i:016x}") for i in range(40_000)]  # one trace, one parent, one scope: 1.6e9 pairs if compared
+    mark_same_calls(rows, _Recent(16))
+    assert not any(SAME_CALL_AS in r["SpanAttributes"] for r in rows)
