@@ -94,9 +94,10 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
         " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = 'llm') AS models,"
         " count() AS spans, countIf(kind = 'llm') AS llm_calls,"
         # Errors of any step (a failed retrieval fails the request); tokens and cost of the LLM
-        # calls, as every other surface counts them.
-        " countIf(status = 'error') AS errors, sumIf(input_tokens, kind = 'llm') AS input_tokens,"
-        " sumIf(output_tokens, kind = 'llm') AS output_tokens, sumIf(ifNull(cost_usd, 0), kind = 'llm') AS cost_usd"
+        # calls, as every other surface counts them (tokens that are known).
+        " countIf(status = 'error') AS errors, sumIf(ifNull(input_tokens, 0), kind = 'llm') AS input_tokens,"
+        " sumIf(ifNull(output_tokens, 0), kind = 'llm') AS output_tokens,"
+        " sumIf(ifNull(cost_usd, 0), kind = 'llm') AS cost_usd"
         f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
         " GROUP BY trace_id",
         params,

@@ -2,10 +2,11 @@
 
 A mixed dataset goes in through the real OTLP route: RAG requests (retrieval, rerank, an LLM
 call, sometimes a tool) with failures in every kind, a provider client span nested in our LLM
-span (one call seen twice), embeddings that cost money, an unpriced model, and two tenants whose
-users share an id. The Overview, the Latency, Cost and Traces pages, their ``/api/v1`` twins,
-``/api/v1/summary``, the daily digest and the weekly report must all show the reference's
-calls, errors, error rate, tokens, cost and latency, on both store backends.
+span and OpenInference's span over a GenAI one (one call seen twice, each), streams that reported
+no usage, embeddings that cost money, an unpriced model, and two tenants whose users share an
+id. The Overview, the Latency, Cost and Traces pages, their ``/api/v1`` twins,
+``/api/v1/summary``, the daily digest and the weekly report must all show the reference's calls,
+errors, error rate, tokens, cost and latency, on both store backends.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Call:
     tenant: str
     user: str
     error: bool
+    no_usage: bool  # answered, but no usage reported
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
@@ -114,11 +116,21 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
         tokens_in, tokens_out = rng.randrange(200, 2000), rng.randrange(20, 400)
         seconds = round(rng.lognormvariate(0, 0.6), 3)
         error = i % 6 == 1
+        no_usage = i % 10 == 3  # a stream whose usage was never reported: unknown, not 0
         attributes = {**who, "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
                       "gen_ai.request.model": model}
-        if not error:
+        if not error and not no_usage:
             attributes |= {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}
-        llm = span(trace, root, at + 100_000_000, seconds, attributes, "llm", error=error)
+        parent = root
+        if i % 7 == 4:
+            # A framework's span (OpenInference) over the client's (GenAI): the same call, once,
+            # with the innermost span's timings and the outer span's attribution.
+            outer = {**who, "openinference.span.kind": "LLM", "llm.model_name": model}
+            if "gen_ai.usage.input_tokens" in attributes:
+                outer |= {"llm.token_count.prompt": tokens_in, "llm.token_count.completion": tokens_out}
+            parent = span(trace, root, at + 99_000_000, seconds + 0.05, outer, None, error=error)
+            attributes = {k: v for k, v in attributes.items() if k not in who}
+        llm = span(trace, parent, at + 100_000_000, seconds, attributes, "llm", error=error)
         if i % 5 == 2:
             # The provider client's own span under ours: the same call again, marked by our SDK.
             span(trace, llm, at + 101_000_000, seconds - 0.001,
@@ -127,8 +139,10 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
         if i % 9 == 0:
             span(trace, root, at + 2_500_000_000, 0.2, {**who, "gen_ai.operation.name": "execute_tool"}, "tool",
                  error=i % 18 == 0)
-        calls.append(Call(tenant, f"u-{i % 4}", error, 0 if error else tokens_in, 0 if error else tokens_out,
-                          None if error else price(model, tokens_in, tokens_out), seconds))
+        unknown = error or no_usage
+        calls.append(Call(tenant, f"u-{i % 4}", error, no_usage, 0 if unknown else tokens_in,
+                          0 if unknown else tokens_out, None if unknown else price(model, tokens_in, tokens_out),
+                          seconds))
     return spans, calls, kinds
 
 
@@ -139,8 +153,10 @@ def reference(calls: list[Call]) -> dict[str, Any]:
             "llm_calls": len(mine), "llm_errors": errors, "llm_error_rate": errors / len(mine),
             "input_tokens": sum(c.input_tokens for c in mine), "output_tokens": sum(c.output_tokens for c in mine),
             "cost_usd": sum(c.cost_usd or 0.0 for c in mine),
-            # An errored call has no usage and so no cost: neither priced nor unpriced.
+            # A failed call reported no usage and costs nothing; an answer without usage, or of a
+            # model with no price, has an unknown cost.
             "unpriced_calls": sum(1 for c in mine if c.cost_usd is None and not c.error),
+            "unknown_usage_calls": sum(1 for c in mine if c.no_usage and not c.error),
         }
 
     out = figures(calls)
@@ -203,7 +219,7 @@ def _close(shown: float, expected: float) -> bool:
 
 def _check_summary(summary: dict[str, Any], ref: dict[str, Any], kinds: dict[str, int]) -> None:
     assert summary["kinds"] == kinds
-    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls", "unknown_usage_calls"):
         assert summary[key] == ref[key], key
     assert _close(summary["llm_error_rate"], ref["llm_error_rate"])
     assert _close(summary["cost_usd"], ref["cost_usd"])
@@ -222,7 +238,7 @@ def _check_overview(page: str, summary: dict[str, Any], ref: dict[str, Any]) -> 
     assert page_value(page, "llm-calls") == f"{ref['llm_calls']:,}"
     assert page_value(page, "error-rate") == f"{ref['llm_error_rate'] * 100:.1f}%"
     assert page_value(page, "cost") == usd_text(ref["cost_usd"])
-    assert f"{ref['unpriced_calls']:,} calls of models with no known price" in page
+    assert f"{ref['unpriced_calls']:,} calls of unknown cost" in page
     assert f"{ref['input_tokens']:,} / {ref['output_tokens']:,}" in page
     assert ms(summary["latency_s"]["p50"]) in page and ms(summary["latency_s"]["p95"]) in page
 
@@ -295,6 +311,8 @@ def test_the_reference_is_not_trivial():
     spans, calls, kinds = dataset(10**18)
     assert set(kinds) == {"retrieval", "rerank", "embedding", "llm", "tool"}
     assert sum(1 for s in spans if "infersight.parent_llm_span" in s.attributes) >= 5
+    assert sum(1 for s in spans if s.attributes.get("openinference.span.kind") == "LLM") >= 5
+    assert sum(c.no_usage for c in calls) >= 4
     ref = reference(calls)
     assert ref["llm_errors"] and ref["unpriced_calls"] and ref["cost_usd"] > 0
     assert sum(1 for s in spans if s.error and "gen_ai.operation.name" in s.attributes

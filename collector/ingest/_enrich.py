@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from infersight.sdk import cost_usd
 
-_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-_PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
-_INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
-               "llm.usage.prompt_tokens")
-_OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
-                "llm.usage.completion_tokens")
-_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details.cache_read")
-_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "llm.token_count.prompt_details.cache_write")
+# Canonical names only: the normaliser (._normalize) has already copied every other vocabulary's.
+_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
+_PROVIDER_KEYS = ("gen_ai.provider.name",)
+_INPUT_KEYS = ("gen_ai.usage.input_tokens",)
+_OUTPUT_KEYS = ("gen_ai.usage.output_tokens",)
+_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens",)
+_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens",)
 
 
 def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:

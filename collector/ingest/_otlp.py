@@ -21,6 +21,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
+from ._nesting import mark_same_calls
+from ._normalize import normalize
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -258,8 +260,10 @@ def to_rows(
     """Flatten a request into ``otel_traces`` rows, stamping every resource with ``project``.
 
     The project always comes from the caller (the API key), never from the span: a resource
-    attribute claiming another project is overwritten. Spans with tokens and a known model but
-    no cost (other instrumentations) get one (:func:`~._enrich.add_cost`). Spans that cannot be
+    attribute claiming another project is overwritten. Spans of other instrumentations get the
+    canonical attribute names (:func:`~._normalize.normalize`), the outer span of a call two
+    instrumentations describe is marked (:func:`~._nesting.mark_same_calls`), and spans with
+    tokens and a known model but no cost get one (:func:`~._enrich.add_cost`). Spans that cannot be
     stored, or that start outside ``window`` (measured from ``now_s``, default: now), are left
     out, and why is appended to ``rejected`` when given.
     """
@@ -279,8 +283,6 @@ def to_rows(
                         rejected.append(f"span {span.span_id.hex() or '(empty)'} ({span.name!r}): {problem}")
                     continue
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
-                attributes = _attributes(span.attributes)
-                add_cost(attributes)
                 rows.append(
                     {
                         "Timestamp": _ts(start),
@@ -294,7 +296,7 @@ def to_rows(
                         "ResourceAttributes": resource,
                         "ScopeName": scope.name,
                         "ScopeVersion": scope.version,
-                        "SpanAttributes": attributes,
+                        "SpanAttributes": _attributes(span.attributes),
                         "Duration": max(end - start, 0),
                         "StatusCode": _STATUS.get(span.status.code, "Unset"),
                         "StatusMessage": span.status.message,
@@ -302,4 +304,14 @@ def to_rows(
                         **(_links(span.links) if span.links else _NO_LINKS),
                     }
                 )
+    _complete(rows)
     return rows
+
+
+def _complete(rows: list[dict[str, Any]]) -> None:
+    # Canonical names first: finding nested pairs and pricing read only those.
+    for row in rows:
+        normalize(row)
+    mark_same_calls(rows)
+    for row in rows:
+        add_cost(row["SpanAttributes"])

@@ -16,7 +16,7 @@ from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
-from ._kinds import KINDS, LLM, kind_of, operations_of
+from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import UNPRICED, call_figures, usd_text
 from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
@@ -44,6 +44,7 @@ __all__ = [
     "insert_error",
     "kind_of",
     "merge_histograms",
+    "operation_of",
     "operations_of",
     "percentiles",
     "queues",

@@ -18,6 +18,8 @@ and Python readers use the same table, so the two can never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 LLM = "llm"
 EMBEDDING = "embedding"
 RETRIEVAL = "retrieval"
@@ -40,6 +42,34 @@ OPERATION_KINDS: dict[str, str] = {
     "create_agent": AGENT,
     "invoke_agent": AGENT,
 }
+
+
+# OpenInference has span kinds, not operations: the LLM call, retrieval, rerank and embedding
+# kinds name the same work as these operations (the view and the ingest normaliser both read this).
+OPENINFERENCE_OPERATIONS: dict[str, str] = {
+    "LLM": "chat",
+    "RETRIEVER": "retrieval",
+    "RERANKER": "rerank",
+    "EMBEDDING": "embeddings",
+}
+
+
+def operation_of(attributes: Mapping[str, str]) -> str:
+    """The ``llm_spans.operation`` of a span with these attributes, as the view computes it:
+    GenAI's ``gen_ai.operation.name``, else the OpenInference span kind, else OpenLLMetry's
+    ``llm.request.type``; ``""`` for a span that is no GenAI work."""
+    return (
+        attributes.get("gen_ai.operation.name")
+        or OPENINFERENCE_OPERATIONS.get(attributes.get("openinference.span.kind", ""))
+        or attributes.get("llm.request.type")
+        or ""
+    )
+
+
+def openinference_operation_sql(span_kind: str) -> str:
+    """The OpenInference part of :func:`operation_of` as a ClickHouse expression (``NULL`` for other kinds)."""
+    cases = ", ".join(f"{span_kind} = '{kind}', '{op}'" for kind, op in OPENINFERENCE_OPERATIONS.items())
+    return f"multiIf({cases}, NULL)"
 
 
 def kind_of(operation: str) -> str:

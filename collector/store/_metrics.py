@@ -18,19 +18,28 @@ from ._histogram import histogram_sql, percentiles
 from ._kinds import KINDS, LLM
 
 _IS_CALL = f"kind = '{LLM}'"
-# A call that used tokens of a model with no known price: its cost is unknown, not 0. (A failed
-# call with no usage costs nothing and is not unpriced.) Qualified names: the figures below
-# alias sums as cost_usd and the token columns.
-UNPRICED = "llm_spans.cost_usd IS NULL AND (llm_spans.input_tokens > 0 OR llm_spans.output_tokens > 0)"
+# A call whose cost is unknown, never shown as 0: tokens used of a model with no known price, or
+# an answered call that reported no usage. (A failed call that reports no usage costs nothing.)
+# Qualified names: the figures below alias sums as cost_usd and the token columns.
+UNKNOWN_USAGE = (
+    "llm_spans.input_tokens IS NULL AND llm_spans.output_tokens IS NULL AND llm_spans.status != 'error'"
+)
+UNPRICED = (
+    "llm_spans.cost_usd IS NULL AND (llm_spans.input_tokens > 0 OR llm_spans.output_tokens > 0"
+    f" OR ({UNKNOWN_USAGE}))"
+)
 # Name -> aggregate over llm_spans rows. Percentiles are of LLM calls only and None without any.
 _FIGURES = {
     "spans": "count()",
     "llm_calls": f"countIf({_IS_CALL})",
     "llm_errors": f"countIf({_IS_CALL} AND status = 'error')",
-    "input_tokens": f"sumIf(input_tokens, {_IS_CALL})",
-    "output_tokens": f"sumIf(output_tokens, {_IS_CALL})",
+    # Tokens of the calls whose usage is known (NULL: a stream without usage); those with none are
+    # counted apart, never as 0 tokens.
+    "input_tokens": f"sumIf(ifNull(input_tokens, 0), {_IS_CALL})",
+    "output_tokens": f"sumIf(ifNull(output_tokens, 0), {_IS_CALL})",
+    "unknown_usage_calls": f"countIf({_IS_CALL} AND {UNKNOWN_USAGE})",
     "cost_usd": f"sumIf(ifNull(cost_usd, 0), {_IS_CALL})",
-    # Calls of models with no known price: their cost is unknown, not 0, and not in cost_usd.
+    # Calls whose cost is unknown (UNPRICED): not 0, and not in cost_usd.
     "unpriced_calls": f"countIf({_IS_CALL} AND {UNPRICED})",
     # Percentiles come from the one latency histogram (._histogram), as the rollups store it.
     "latency_s": histogram_sql("duration_s", _IS_CALL),
@@ -47,9 +56,11 @@ def call_figures(
     the ``by`` columns (``llm_spans`` column names), largest cost first; one dict when ``by`` is
     empty. Each dict: the ``by`` columns, ``spans`` (all kinds), ``kinds`` (spans per kind),
     ``llm_calls``, ``llm_errors``, ``llm_error_rate``, ``input_tokens``, ``output_tokens``,
-    ``cost_usd`` (of priced calls), ``unpriced_calls``, ``latency_s`` and ``ttft_s``
-    (p50/p95/p99 in seconds of the store's latency histogram, the same estimate the pages'
-    rollups give; ``None`` without calls or streams). Blocks on one query.
+    ``cost_usd`` (of priced calls), ``unpriced_calls`` (calls whose cost is unknown: a model
+    with no known price, or no usage reported), ``unknown_usage_calls`` (no token counts
+    reported: not in the token sums), ``latency_s`` and ``ttft_s`` (p50/p95/p99 in seconds of
+    the store's latency histogram, the same estimate the pages' rollups give; ``None`` without
+    calls or streams). Blocks on one query.
     """
     for column in by:
         if not _DIMENSION.match(column):
@@ -82,6 +93,7 @@ def _shape(row: dict[str, Any], by: Sequence[str]) -> dict[str, Any]:
         "output_tokens": int(row["output_tokens"]),
         "cost_usd": float(row["cost_usd"]),
         "unpriced_calls": int(row["unpriced_calls"]),
+        "unknown_usage_calls": int(row["unknown_usage_calls"]),
         "latency_s": _p50_p95_p99(row["latency_s"]),
         "ttft_s": _p50_p95_p99(row["ttft_s"]),
     }

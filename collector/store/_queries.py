@@ -43,8 +43,8 @@ def dead_letters(store: Store, project: str, since_ns: int) -> dict[str, Any]:
 
 
 _SPAN_COLUMNS = (
-    "ts, trace_id, span_id, parent_span_id, service, operation, tenant, user_id, route, provider, "
-    "model, input_tokens, output_tokens, cost_usd, duration_s, status, error_type, finish_reason"
+    "ts, trace_id, span_id, parent_span_id, service, operation, kind, tenant, user_id, session_id, route, provider, "
+    "model, input_tokens, output_tokens, cost_usd, duration_s, ttft_s, status, error_type, finish_reason"
 )
 
 

@@ -12,7 +12,7 @@ import re
 from importlib import resources
 
 from ._histogram import histogram_sql
-from ._kinds import kind_sql
+from ._kinds import kind_sql, openinference_operation_sql
 
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.MULTILINE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+)", re.MULTILINE)
@@ -32,7 +32,9 @@ def statements() -> list[str]:
             continue
         text = "\n".join(
             line for line in path.read_text().splitlines() if not line.lstrip().startswith("--")
-        ).replace("$KIND_OF_OPERATION", kind_sql("operation"))
+        ).replace("$KIND_OF_OPERATION", kind_sql("operation")).replace(
+            "$OPERATION_OF_OPENINFERENCE_KIND", openinference_operation_sql("SpanAttributes['openinference.span.kind']")
+        )
         text = _HISTOGRAM.sub(lambda m: histogram_sql(m.group(1)), text)
         out.extend(s.strip() for s in text.split(";\n") if s.strip().rstrip(";"))
     return [s.rstrip(";") for s in out]

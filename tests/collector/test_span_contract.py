@@ -95,7 +95,7 @@ def test_a_call_of_an_unpriced_model_is_unknown_cost_not_zero(store, tmp_path):
     settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
     with TestClient(create_app(settings, store=store)) as client:
         page = client.get("/", params={"range": "7d"}).text
-    assert 'id="unpriced">1 calls of models with no known price are not in it<' in page
+    assert 'id="unpriced">1 calls of unknown cost (no known price, or no usage reported) are not in it<' in page
     assert f'id="cost">{fmt(figures["cost_usd"], "usd")}<' in page and "$0.0000<" not in page
 
 

@@ -136,7 +136,7 @@ def test_cluster_schema_is_replicated_with_distributed_tables_under_the_same_nam
             " ENGINE = Distributed(prod, infersight, otel_traces_local, rand())") in ddl
     assert ("ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/infersight/alerts_local',"
             " '{replica}', updated_at)") in text
-    view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v2"))
+    view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v3"))
     assert "ON CLUSTER prod TO llm_spans_local" in view and "FROM otel_traces_local" in view
     # every table the app reads or writes exists under its own name
     for table in ("otel_traces", "llm_spans", "detections", "queue_depth", "alerts", "alert_events"):

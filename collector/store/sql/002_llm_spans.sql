@@ -13,12 +13,13 @@ CREATE TABLE IF NOT EXISTS llm_spans (
     kind LowCardinality(String) DEFAULT $KIND_OF_OPERATION,
     tenant LowCardinality(String),
     user_id String,
+    session_id String,
     route LowCardinality(String),
     provider LowCardinality(String),
     request_model LowCardinality(String),
     model LowCardinality(String),
-    input_tokens UInt64,
-    output_tokens UInt64,
+    input_tokens Nullable(UInt64),
+    output_tokens Nullable(UInt64),
     cache_read_tokens UInt64,
     cache_creation_tokens UInt64,
     reasoning_tokens UInt64,
@@ -45,13 +46,27 @@ SETTINGS non_replicated_deduplication_window = 1000;
 -- A table from before `kind`: old rows get it computed from their operation when read.
 ALTER TABLE llm_spans ADD COLUMN IF NOT EXISTS kind LowCardinality(String) DEFAULT $KIND_OF_OPERATION AFTER operation;
 
--- Attribute names differ between instrumentations; each column takes the first one present:
--- the GenAI conventions, then their deprecated names, then OpenInference (llm.*,
--- openinference.span.kind), then older OpenLLMetry (llm.usage.*, llm.request.type).
--- v2 replaces v1, which read only the current GenAI names (a view's query cannot be replaced in place).
+-- The session (GenAI's gen_ai.conversation.id, OpenInference's session.id, ...): old rows have none.
+ALTER TABLE llm_spans ADD COLUMN IF NOT EXISTS session_id String AFTER user_id;
+
+-- A call without reported usage (a stream without usage) has unknown tokens, not 0: NULL. Rows
+-- stored before this keep their 0 (what a missing count meant then cannot be told apart).
+ALTER TABLE llm_spans MODIFY COLUMN input_tokens Nullable(UInt64);
+ALTER TABLE llm_spans MODIFY COLUMN output_tokens Nullable(UInt64);
+
+-- Attribute names differ between instrumentations. Since the ingest normaliser
+-- (ingest/_normalize.py) every span arrives with the canonical names too; each column still
+-- takes the first one present, in the order the GenAI conventions, their deprecated names,
+-- OpenInference (llm.*, openinference.span.kind), older OpenLLMetry (llm.usage.*,
+-- llm.request.type), because spool entries decoded before the normaliser hold only the originals.
+-- v3 replaces v2 (unknown tokens as NULL, the session, a call two instrumentations describe
+-- counted once), which replaced v1 (only the current GenAI names); a view's query cannot be
+-- replaced in place.
 DROP VIEW IF EXISTS llm_spans_mv;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v2 TO llm_spans AS
+DROP VIEW IF EXISTS llm_spans_mv_v2;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v3 TO llm_spans AS
 SELECT
     ResourceAttributes['infersight.project'] AS project,
     Timestamp AS ts,
@@ -62,16 +77,12 @@ SELECT
     ResourceAttributes['service.version'] AS service_version,
     coalesce(
         nullIf(SpanAttributes['gen_ai.operation.name'], ''),
-        multiIf(
-            SpanAttributes['openinference.span.kind'] = 'LLM', 'chat',
-            SpanAttributes['openinference.span.kind'] = 'RETRIEVER', 'retrieval',
-            SpanAttributes['openinference.span.kind'] = 'RERANKER', 'rerank',
-            SpanAttributes['openinference.span.kind'] = 'EMBEDDING', 'embeddings',
-            NULL),
+        $OPERATION_OF_OPENINFERENCE_KIND,
         nullIf(SpanAttributes['llm.request.type'], ''),
         '') AS operation,
     SpanAttributes['infersight.tenant.id'] AS tenant,
-    SpanAttributes['infersight.user.id'] AS user_id,
+    coalesce(nullIf(SpanAttributes['infersight.user.id'], ''), SpanAttributes['user.id']) AS user_id,
+    coalesce(nullIf(SpanAttributes['gen_ai.conversation.id'], ''), SpanAttributes['session.id']) AS session_id,
     SpanAttributes['infersight.route'] AS route,
     coalesce(
         nullIf(SpanAttributes['gen_ai.provider.name'], ''), nullIf(SpanAttributes['gen_ai.system'], ''),
@@ -80,10 +91,10 @@ SELECT
     coalesce(
         nullIf(SpanAttributes['gen_ai.response.model'], ''), nullIf(SpanAttributes['gen_ai.request.model'], ''),
         SpanAttributes['llm.model_name']) AS model,
-    toUInt64OrZero(coalesce(
+    toUInt64OrNull(coalesce(
         nullIf(SpanAttributes['gen_ai.usage.input_tokens'], ''), nullIf(SpanAttributes['gen_ai.usage.prompt_tokens'], ''),
         nullIf(SpanAttributes['llm.token_count.prompt'], ''), SpanAttributes['llm.usage.prompt_tokens'])) AS input_tokens,
-    toUInt64OrZero(coalesce(
+    toUInt64OrNull(coalesce(
         nullIf(SpanAttributes['gen_ai.usage.output_tokens'], ''), nullIf(SpanAttributes['gen_ai.usage.completion_tokens'], ''),
         nullIf(SpanAttributes['llm.token_count.completion'], ''), SpanAttributes['llm.usage.completion_tokens'])) AS output_tokens,
     toUInt64OrZero(coalesce(
@@ -110,6 +121,9 @@ SELECT
         nullIf(JSONExtractString(SpanAttributes['gen_ai.response.finish_reasons'], 1), ''),
         SpanAttributes['llm.finish_reason']) AS finish_reason
 FROM otel_traces
--- A provider SDK's own span under an infersight LLM span is the same call again: count it once.
+-- One model call described by two spans is counted once: a provider SDK's own span under an
+-- infersight LLM span (the SDK marks it), and the outer span of any other nested pair (the
+-- ingest step marks it with the span it repeats, ingest/_nesting.py).
 WHERE operation != ''
-    AND NOT (SpanAttributes['infersight.parent_llm_span'] != '' AND operation IN ('chat', 'text_completion', 'generate_content'));
+    AND NOT (SpanAttributes['infersight.parent_llm_span'] != '' AND operation IN ('chat', 'text_completion', 'generate_content'))
+    AND SpanAttributes['infersight.same_call_as'] = '';

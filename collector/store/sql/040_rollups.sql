@@ -79,14 +79,17 @@ PARTITION BY toYYYYMM(period)
 ORDER BY (project, period, service, service_version, operation, route, model)
 SETTINGS non_replicated_deduplication_window = 1000;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv TO llm_hourly AS
+-- v2: tokens of calls with unknown usage (NULL in llm_spans) add nothing; v1 summed UInt64 only.
+DROP VIEW IF EXISTS llm_hourly_mv;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv_v2 TO llm_hourly AS
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, model,
     count() AS requests,
     countIf(status = 'error') AS errors,
     countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
+    sum(ifNull(input_tokens, 0)) AS input_tokens,
+    sum(ifNull(output_tokens, 0)) AS output_tokens,
     sum(ifNull(cost_usd, 0)) AS cost_usd,
     $HISTOGRAM(duration_s) AS duration_s,
     $HISTOGRAM(ttft_s) AS ttft_s,
@@ -134,14 +137,17 @@ PARTITION BY toYYYYMM(period)
 ORDER BY (project, period, tenant, service, service_version, operation, route, model)
 SETTINGS non_replicated_deduplication_window = 1000;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_mv TO llm_tenant_hourly AS
+-- v2: tokens of calls with unknown usage (NULL in llm_spans) add nothing; v1 summed UInt64 only.
+DROP VIEW IF EXISTS llm_tenant_hourly_mv;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_mv_v2 TO llm_tenant_hourly AS
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, tenant, model,
     count() AS requests,
     countIf(status = 'error') AS errors,
     countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
-    sum(input_tokens) AS input_tokens,
-    sum(output_tokens) AS output_tokens,
+    sum(ifNull(input_tokens, 0)) AS input_tokens,
+    sum(ifNull(output_tokens, 0)) AS output_tokens,
     sum(ifNull(cost_usd, 0)) AS cost_usd,
     $HISTOGRAM(duration_s) AS duration_s,
     $HISTOGRAM(ttft_s) AS ttft_s,
