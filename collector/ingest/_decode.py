@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -102,12 +103,17 @@ DETECT_NICE = 10
 
 
 class _Lane:
-    """A pool of spawned decode workers, replaced when one of them dies."""
+    """A pool of spawned decode workers, replaced when one of them dies, that takes waiting
+    requests project by project in turn."""
 
     def __init__(self, workers: int, nice: int = 0) -> None:
         self.workers = workers
         self.nice = nice
         self.pool = self._new_pool()
+        # Used on the event loop only: no lock.
+        self._running = 0
+        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        self._turns: deque[str] = deque()  # projects with a request waiting, in the order they get a worker
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
@@ -123,12 +129,47 @@ class _Lane:
             pool.shutdown(wait=False)
         return WorkerLost(f"a decode worker died: {exc}")
 
-    async def run(self, call: partial[Decoded]) -> Decoded:
+    async def run(self, project: str, call: partial[Decoded]) -> Decoded:
+        """``call`` in a worker. At most ``workers`` calls run at once, and the waiting ones are
+        taken project by project in turn (a pool's own queue is first come, first served): a
+        project with a hundred requests queued delays another project's one request by about one
+        request per worker, not by all hundred."""
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[None] = loop.create_future()
+        queue = self._waiting.setdefault(project, deque())
+        queue.append(turn)
+        if len(queue) == 1:
+            self._turns.append(project)
+        self._give_turns()
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # cancelled just as its turn came: pass it on
+                self._running -= 1
+                self._give_turns()
+            raise
         pool = self.pool
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, call)
+            return await loop.run_in_executor(pool, call)
         except BrokenProcessPool as exc:
             raise self._lost(pool, exc) from exc
+        finally:
+            self._running -= 1
+            self._give_turns()
+
+    def _give_turns(self) -> None:
+        while self._running < self.workers and self._turns:
+            project = self._turns.popleft()
+            queue = self._waiting[project]
+            turn = queue.popleft()
+            if queue:
+                self._turns.append(project)  # its next request waits for the others' turns
+            else:
+                del self._waiting[project]
+            if turn.done():  # its request was cancelled while waiting
+                continue
+            self._running += 1
+            turn.set_result(None)
 
     def call(self, fn: Callable[[bytes], tuple[bytes, int]], data: bytes) -> tuple[bytes, int]:
         """``fn(data)`` in a worker, from a thread that may block (the spool writer's)."""
@@ -143,7 +184,9 @@ class Decoder:
     """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
 
     Bodies larger than ``large_bytes`` are decoded in one more process of their own, so a bulk
-    request delays the others by no more than the CPU it shares with them. A worker that dies
+    request delays the others by no more than the CPU it shares with them; within a lane, waiting
+    requests are taken project by project in turn, so one project's burst does not queue another
+    project's request behind all of it. A worker that dies
     (killed, out of memory) fails the requests it had with :class:`WorkerLost`, which the
     receiver answers with 503 so the exporter retries, and its pool is replaced for the next
     request.
@@ -173,10 +216,10 @@ class Decoder:
         if self._usual is None:
             return await run_in_threadpool(call)
         if len(body) <= self.large_bytes:
-            return await self._usual.run(call)
+            return await self._usual.run(project, call)
         if self._large is None:
             self._large = _Lane(1)
-        return await self._large.run(call)
+        return await self._large.run(project, call)
 
     def detect(self, rows: bytes) -> tuple[bytes, int]:
         """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and how many
