@@ -4,7 +4,7 @@ A mixed dataset goes in through the real OTLP route: RAG requests (retrieval, re
 call, sometimes a tool) with failures in every kind, a provider client span nested in our LLM
 span and OpenInference's span over a GenAI one (one call seen twice, each), streams that reported
 no usage, embeddings that cost money, an unpriced model, and two tenants whose users share an
-id. The Overview, the Latency, Cost and Traces pages, their ``/api/v1`` twins,
+id. The Overview, the Latency, Cost, Quality and Traces pages, their ``/api/v1`` twins,
 ``/api/v1/summary``, the daily digest and the weekly report must all show the reference's calls,
 errors, error rate, tokens, cost and latency, on both store backends.
 """
@@ -209,6 +209,8 @@ def test_every_surface_shows_the_reference_figures(backend, tmp_path):
         _check_latency(client, summary, ref)
         _check_cost(client, ref)
         _check_traces(client, ref)
+        quality = client.get("/api/v1/quality", params={"since": "24h"}).json()
+        assert quality["calls"] == ref["llm_calls"]  # the denominator of every soft-failure rate
     _check_digest(backend, project, day, summary, ref)
     _check_weekly(backend, project, day, ref)
 
