@@ -393,7 +393,10 @@ def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[b
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-STAGES = ("decode, detectors, JSON, LZ4 (worker)", "spool append (server)", "chDB insert + views (writer)")
+STAGES = (
+    "decode, normalise, JSON, LZ4 (worker, before the ack)", "spool append (server)",
+    "chDB insert + views (writer)", "inline detectors (worker, after the ack)",
+)
 
 
 @dataclass
@@ -411,13 +414,14 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
     reports it and carries on). It opens an embedded store here, which chDB allows once per
     process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
-    from infersight.collector.ingest import _otlp, decode_request
+    from infersight.collector.ingest import Decoder, _otlp, decode_request
     from infersight.collector.spool import Spool
     from infersight.collector.store import ChdbStore
 
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-stages-"))
     store = ChdbStore(data_dir / "store")
     spool = Spool(data_dir / "spool.db", max_bytes=1 << 34)
+    detector = Decoder(0, limit_bytes=1 << 30)
     out = []
     try:
         for content in (False, True):
@@ -437,7 +441,10 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                     store.insert("otel_traces", batch_rows.rows, dedup_token=batch_rows.dedup_token)  # as the writer
                     t4 = time.perf_counter()
                     spool.done(batch_rows)
-                    for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3), strict=True):
+                    t5 = time.perf_counter()
+                    detector.detect(batch_rows.rows)  # as the writer asks for it, in this process
+                    t6 = time.perf_counter()
+                    for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3, t6 - t5), strict=True):
                         samples[key].append(dt)
                 # Median, not mean: one descheduling on this shared machine would dominate a mean.
                 out.append(StageCost(batch, content, repeat,
