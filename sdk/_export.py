@@ -2,11 +2,15 @@
 
 ``on_end`` runs on the application's thread and costs a dict pop and a deque append. The export
 thread then finishes the SDK's spans (usage, pricing, redaction and serialisation of content,
-metrics: the work :func:`defer` hands over) and sends batches through the exporter. Nothing
-here can hold the process: the thread is a daemon, the queue drops (counted) when full, and
-:meth:`ExportProcessor.shutdown` returns within its timeout, counting what it could not send as
-``spans_dropped``. OpenTelemetry's ``BatchSpanProcessor`` joins its thread without a bound at
-exit, which with a hanging collector held apps for 5-23 s.
+metrics: the work :func:`defer` hands over) and sends batches through the exporter. A batch the
+exporter could not send (the collector away, or answering 5xx, 408 or 429; a batch refused with
+another 4xx is dropped and counted) goes back to the front of the queue and is tried again after
+a back-off (1 s, doubling to 5 s), so a collector restart or an outage loses nothing while the
+queue has room (8,192 spans: 80 s at 100 spans/s). Nothing here can hold the process: the thread is a
+daemon, the queue drops (counted) when full, and :meth:`ExportProcessor.shutdown` returns within
+its timeout, counting what it could not send as ``spans_dropped``. OpenTelemetry's
+``BatchSpanProcessor`` joins its thread without a bound at exit, which with a hanging collector
+held apps for 5-23 s, and drops a batch once its exporter's retries (10 s) run out.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from ._guard import EXPORT_FAILED, SPANS_DROPPED, count, logger, record_failure
 
 THREAD_NAME = "infersight-export"
+_MAX_BACKOFF_S = 5.0
 
 # What the export thread runs for one span: returns (attributes to add, new name or None).
 Work = Callable[[], "tuple[dict[str, Any], str | None]"]
@@ -58,8 +63,10 @@ class ExportProcessor(SpanProcessor):
         batch_size: int = 512,
         delay_s: float = 1.0,
         shutdown_timeout_s: float = 0.5,
+        retryable: Callable[[], bool] | None = None,
     ) -> None:
         self._exporter = exporter
+        self._retryable = retryable or (lambda: True)
         self._max_queue = max_queue
         self._batch_size = batch_size
         self._delay_s = delay_s
@@ -67,6 +74,7 @@ class ExportProcessor(SpanProcessor):
         self._queue: deque[tuple[ReadableSpan, Work | None]] = deque()
         self._cond = threading.Condition()
         self._inflight = 0
+        self._failures = 0  # exports failed in a row: the back-off before the next attempt
         self._flushing = False
         self._stopping = False
         self._abandoned = False
@@ -103,25 +111,50 @@ class ExportProcessor(SpanProcessor):
                         return
                     continue
                 self._inflight = len(batch)
-            self._export([_finished(span, work) for span, work in batch])
+            spans = [_finished(span, work) for span, work in batch]
+            sent = self._export(spans)
+            retry = not sent and self._may_retry()
             with self._cond:
                 self._inflight = 0
+                if not self._abandoned:  # abandoned: shutdown counted these already
+                    if retry:
+                        self._put_back(spans)
+                    elif not sent:
+                        count(SPANS_DROPPED, len(spans))
                 self._cond.notify_all()
+                if retry and not self._stopping:
+                    self._failures += 1
+                    self._cond.wait(min(2.0 ** (self._failures - 1), _MAX_BACKOFF_S))
+                elif sent:
+                    self._failures = 0
 
-    def _export(self, spans: Sequence[ReadableSpan]) -> None:
+    def _may_retry(self) -> bool:
+        try:
+            return bool(self._retryable())
+        except Exception as exc:  # noqa: BLE001 - a hook's bug must not end the export thread
+            record_failure("export retry check", exc)
+            return True
+
+    def _put_back(self, spans: Sequence[ReadableSpan]) -> None:
+        """At the front, in order, as many as the queue has room for; the oldest beyond that are dropped."""
+        room = max(self._max_queue - len(self._queue), 0)
+        kept = list(spans)[len(spans) - room:] if room < len(spans) else list(spans)
+        self._queue.extendleft((span, None) for span in reversed(kept))
+        if len(kept) < len(spans):
+            count(SPANS_DROPPED, len(spans) - len(kept))
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> bool:
         try:
             ok = self._exporter.export(spans) is SpanExportResult.SUCCESS
         except Exception as exc:  # noqa: BLE001 - an exporter bug must not end the export thread
             record_failure("span exporter", exc)
             ok = False
-        if ok or self._abandoned:  # abandoned: shutdown already counted these
-            return
-        first = count(EXPORT_FAILED)
-        count(SPANS_DROPPED, len(spans))
-        if first:
+        if not ok and count(EXPORT_FAILED):
             logger.warning("infersight: could not export %d spans (is the collector running at the endpoint "
-                           "given to init()?); they are dropped, counted in failure_count('spans_dropped')",
+                           "given to init()?); unless it refused them, they are kept and retried while the "
+                           "queue has room; what is dropped is counted in failure_count('spans_dropped')",
                            len(spans))
+        return ok
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         deadline = time.monotonic() + timeout_millis / 1000

@@ -202,8 +202,10 @@ def init(
         provider.add_span_processor(AttributionProcessor())
         if export or span_exporter is not None:
             try:
-                exporter = span_exporter or _exporter(endpoint, api_key)
-                _state.processor = ExportProcessor(exporter, shutdown_timeout_s=_state.shutdown_timeout_s)
+                exporter, retryable = (span_exporter, None) if span_exporter else _exporter(endpoint, api_key)
+                _state.processor = ExportProcessor(
+                    exporter, shutdown_timeout_s=_state.shutdown_timeout_s, retryable=retryable
+                )
                 provider.add_span_processor(_state.processor)
             except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
@@ -265,11 +267,11 @@ def _positive(name: str, value: float, default: float):  # -> same type as value
     return default
 
 
-def _exporter(endpoint: str | None, api_key: str | None) -> SpanExporter:
+def _exporter(endpoint: str | None, api_key: str | None) -> tuple[SpanExporter, Callable[[], bool]]:
     from ._otlp import span_exporter
 
-    exporter: SpanExporter = span_exporter(_base_url(endpoint) + "/v1/traces", _auth_headers(api_key), 5.0)
-    return exporter
+    exporter, retryable = span_exporter(_base_url(endpoint) + "/v1/traces", _auth_headers(api_key), 5.0)
+    return exporter, retryable
 
 
 def _price_overrides(prices: Mapping[str, Mapping[str, float]] | None) -> dict[str, ModelRates]:
