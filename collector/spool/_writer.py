@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from .._counters import Counters
 from ..errors import SpoolError, StoreError
@@ -33,9 +34,9 @@ class SpoolWriter:
             ``spans_dead_lettered``, ``detections_dropped``, ``detections_failed`` and
             ``outputs_not_analysed`` are counted.
         detect: the inline detectors (``rows -> (detections rows, outputs too large to
-            analyse)``), run on each batch after its spans are in; their rows are inserted with
-            the batch's token, so a retry after a crash computes and drops the same ones. A
-            detector that fails loses that batch's detections (counted), never its spans.
+            analyse)``), run on each batch beside its insert; their rows are inserted after the
+            spans with the batch's token, so a retry after a crash computes and drops the same
+            ones. A detector that fails loses that batch's detections (counted), never its spans.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -66,6 +67,8 @@ class SpoolWriter:
         self._drain_until = 0.0
         self._landed: str | None = None  # token of the batch whose spans are in, detections maybe not
         self._found = b""  # the detections of the batch whose spans are in
+        # The detectors (another process) run beside the batch's insert (chDB's threads), not after it.
+        self._detecting = ThreadPoolExecutor(1, thread_name_prefix="infersight-detect") if detect else None
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
 
     def start(self) -> None:
@@ -84,18 +87,22 @@ class SpoolWriter:
         self._stop.set()
         self._wake.set()
         self._thread.join(drain_s + 30.0)  # an insert already under way is allowed to finish
+        if self._detecting is not None:
+            self._detecting.shutdown(wait=False, cancel_futures=True)
 
     def _store(self, batch: Batch) -> None:
         # Spans first, and once: after they are in, a retry is about the detections alone.
         if self._landed != batch.dedup_token:
+            detecting = self._detecting.submit(self._detections, batch) if self._detecting is not None else None
             self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
             self._landed = batch.dedup_token
-            self._found = self._detections(batch)
+            self._found = detecting.result() if detecting is not None else batch.detections
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
             self.store.insert("detections", self._found, dedup_token=batch.dedup_token + "de")
 
     def _detections(self, batch: Batch) -> bytes:
+        """The batch's detections (never raises: a failure is logged and counted)."""
         # Entries spooled by an older version carry detections computed before the ack.
         if batch.detections or self.detect is None:
             return batch.detections
