@@ -112,6 +112,8 @@ def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -
         by_trace.setdefault(call.trace_id, []).append(call)
     for trace_id, calls in by_trace.items():
         before = [c for c in recent.of_trace(trace_id) if (trace_id, c.span_id) not in here]
+        if len(calls) + len(before) < 2:
+            continue  # one call in its trace so far: nothing to pair (most traces)
         for outer, inner in _pairs(calls + before):
             _mark(outer, inner, here)
     recent.add([call for call, _ in here.values()])

@@ -56,6 +56,18 @@ _FIRST_CHUNK_EVENTS = frozenset({
 _CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
 
 
+def _first_message_keys(openinference: str, openllmetry: str, plain: str) -> tuple[str, ...]:
+    # A span with none of these has no messages in another vocabulary: most spans (ours, and any
+    # without content capture) skip building the indexed names below.
+    first = f"{openinference}.0.message"
+    return (f"{first}.role", f"{first}.content", f"{first}.contents.0.message_content.text",
+            f"{openllmetry}.0.role", f"{openllmetry}.0.content", plain)
+
+
+_FIRST_INPUT_KEYS = _first_message_keys("llm.input_messages", "gen_ai.prompt", "input.value")
+_FIRST_OUTPUT_KEYS = _first_message_keys("llm.output_messages", "gen_ai.completion", "output.value")
+
+
 def normalize(row: dict[str, Any]) -> None:
     """Add the canonical attributes to one ``otel_traces`` row (as ``to_rows`` builds it), in place."""
     attrs: dict[str, str] = row["SpanAttributes"]
@@ -76,9 +88,9 @@ def normalize(row: dict[str, Any]) -> None:
         return
     if TTFT_S not in attrs and row["Events.Name"]:
         _add_ttft(attrs, row)
-    if INPUT_MESSAGES not in attrs:
+    if INPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_INPUT_KEYS):
         _add_messages(attrs, INPUT_MESSAGES, ("llm.input_messages", "gen_ai.prompt"), "input", "user")
-    if OUTPUT_MESSAGES not in attrs:
+    if OUTPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_OUTPUT_KEYS):
         _add_messages(attrs, OUTPUT_MESSAGES, ("llm.output_messages", "gen_ai.completion"), "output", "assistant")
 
 
