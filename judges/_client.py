@@ -232,7 +232,10 @@ class JudgeClient:
         while True:
             try:
                 with sdk.tenant(JUDGE_TENANT, route=JUDGE_ROUTE):
-                    body = self._traced_post(model=self._model, messages=messages, attempt=attempt)
+                    # Traced when the host process set the SDK up (an app judging its own
+                    # answers); the collector does not, and must not warn about it.
+                    post = self._traced_post if sdk.initialised() else self._post
+                    body = post(model=self._model, messages=messages, attempt=attempt)
                 break
             except _HttpStatusError as exc:
                 transient = exc.status_code >= 500 or exc.status_code in _TRANSIENT_STATUS

@@ -25,7 +25,7 @@ from ._markers import mark_cache_hit, mark_fallback, mark_retry
 from ._metrics import watch_queue
 from ._pricing import cost_usd
 from ._request import request
-from ._setup import force_flush, init, shutdown
+from ._setup import force_flush, init, initialised, shutdown
 
 __all__ = [
     "classify_error",
@@ -33,6 +33,7 @@ __all__ = [
     "failure_count",
     "force_flush",
     "init",
+    "initialised",
     "mark_cache_hit",
     "mark_fallback",
     "mark_retry",

@@ -99,6 +99,8 @@ def deferred() -> bool:
 
 
 def initialised() -> bool:
+    """Whether :func:`init` has run: a library that traces its own calls only when its host app
+    set the SDK up asks this instead of triggering the warning for calls before ``init``."""
     return _state.initialised
 
 

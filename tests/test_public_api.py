@@ -9,7 +9,7 @@ from infersight.collector import alerts, store
 
 EXPECTED = {
     sdk: [
-        "classify_error", "cost_usd", "failure_count", "force_flush", "init", "mark_cache_hit",
+        "classify_error", "cost_usd", "failure_count", "force_flush", "init", "initialised", "mark_cache_hit",
         "mark_fallback", "mark_retry", "mark_started", "redact_builtin", "request", "shutdown", "span",
         "tenant", "traced_llm", "traced_rerank", "traced_retrieval", "watch_queue",
     ],

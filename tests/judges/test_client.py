@@ -217,3 +217,18 @@ def test_base_url_forms():
     assert chat_completions_url("http://gw/openai/v1") == "http://gw/openai/v1/chat/completions"
     with pytest.raises(ValueError, match="base_url"):
         chat_completions_url("localhost:8000")
+
+
+def test_a_process_that_never_set_the_sdk_up_judges_without_the_before_init_warning(
+    fake_judge, judge_client, caplog, monkeypatch
+):
+    # The collector judges without init(): its judge calls are not traced and say nothing about it.
+    from infersight.sdk import _lifecycle
+
+    monkeypatch.setattr(_lifecycle, "_warned_before_init", False)  # warned once per process: not yet
+    if sdk.initialised():
+        sdk.shutdown()
+    assert not sdk.initialised()
+    with caplog.at_level("WARNING", logger="infersight.sdk"):
+        assert judge_client.judge(PROMPT).score == 4
+    assert not [r for r in caplog.records if "before infersight.sdk.init" in r.getMessage()]
