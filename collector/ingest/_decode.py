@@ -130,8 +130,8 @@ class _Lane:
         return WorkerLost(f"a decode worker died: {exc}")
 
     async def run(self, project: str, call: partial[Decoded]) -> Decoded:
-        """``call`` in a worker. At most ``workers`` calls run at once, and the waiting ones are
-        taken project by project in turn (a pool's own queue is first come, first served): a
+        """``call`` in a worker. At most ``workers`` + 1 calls are in the pool at once, and the
+        waiting ones are taken project by project in turn (a pool's own queue is first come, first served): a
         project with a hundred requests queued delays another project's one request by about one
         request per worker, not by all hundred."""
         loop = asyncio.get_running_loop()
@@ -158,7 +158,9 @@ class _Lane:
             self._give_turns()
 
     def _give_turns(self) -> None:
-        while self._running < self.workers and self._turns:
+        # One request more than workers in flight: a worker finishing one finds the next already
+        # in the pool's queue, instead of idling while the result travels back through the loop.
+        while self._running < self.workers + 1 and self._turns:
             project = self._turns.popleft()
             queue = self._waiting[project]
             turn = queue.popleft()
