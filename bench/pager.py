@@ -35,10 +35,23 @@ def load(store: Store, seeds: list[int], scale: float, log: Any) -> int:
                                                " AND database = currentDatabase()")}
     with_instance = "instance" in columns  # before per-instance queues, ingest dropped the instance
     spans = 0
+    final_day = (pt.WEEKS - 1) * 7
     for seed in seeds:
-        for project, mods in ((f"n{seed}", None), (f"i{seed}", pi.modifiers())):
+        for project, mods in ((f"i{seed}", pi.modifiers()), (f"n{seed}", None)):
             traffic = pt.Traffic(project, seed, scale, mods)
-            for chunk in traffic.days():
+            # The twins' weeks before the final one are the same rows (incidents are all in the
+            # final week, and each day has its own random stream): generated once, copied once.
+            days = range(pt.WEEKS * 7) if mods is not None else range(final_day, pt.WEEKS * 7)
+            if mods is None:
+                store.query(
+                    "INSERT INTO llm_spans SELECT * REPLACE ({project:String} AS project) FROM llm_spans"
+                    " WHERE project = {twin:String} AND ts < {final:DateTime64(3)}",
+                    {"project": project, "twin": f"i{seed}", "final": pi.FINAL.strftime("%Y-%m-%d %H:%M:%S")},
+                )
+                spans += int(store.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}",
+                                         {"p": project})[0]["n"])
+            for day in days:
+                chunk = traffic.day_rows(day)
                 store.insert("llm_spans", chunk)
                 spans += chunk.count(b"\n")
             rows = traffic.queue_rows(with_instance)

@@ -25,7 +25,7 @@ EXPECTED = {
         "summary",
     ],
     alerts: [
-        "Alert", "AlertmanagerNotifier", "BurnWindow", "CostRule", "ErrorRateRule", "Evaluation",
+        "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],
