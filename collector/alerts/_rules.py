@@ -10,7 +10,7 @@ from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule
 from ._error_rate import ErrorRateRule, most_affected
-from ._model import BREACH, Verdict
+from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
 from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
 
@@ -78,6 +78,9 @@ class CostRules:
         out: dict[Key, Verdict] = {}
         for key in (k for k in expected if k[1] == "route"):
             out[key] = self._verdict(key, spent.get(key), expected[key], now)
+        for key, verdict in out.items():
+            if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
+                out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
         surging = {k[2]: spent[k][60] / expected[k][60] for k, v in out.items()
                    if v.state == BREACH and expected[k][60] > 0}
         for key in (k for k in expected if k[1] == "tenant"):
@@ -120,6 +123,13 @@ class CostRules:
         if len(self._baselines) > 50_000:  # hours long past: rebuilt on demand
             self._baselines.clear()
         return out
+
+
+def _one_tenant(route: Key, spent: float, pairs: dict[Key, dict[int, float]]) -> bool:
+    """Whether one tenant made at least 80% of a route's last hour."""
+    project, _, name = route
+    shares = [pair[60] for (p, _, r), pair in pairs.items() if p == project and r == name]
+    return bool(shares) and max(shares) >= 0.8 * spent
 
 
 def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, float]],
