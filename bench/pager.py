@@ -37,27 +37,22 @@ def load(store: Store, seeds: list[int], scale: float, log: Any) -> int:
     spans = 0
     final_day = (pt.WEEKS - 1) * 7
     for seed in seeds:
-        for project, mods in ((f"i{seed}", pi.modifiers()), (f"n{seed}", None)):
-            traffic = pt.Traffic(project, seed, scale, mods)
-            # The twins' weeks before the final one are the same rows (incidents are all in the
-            # final week, and each day has its own random stream): generated once, copied once.
-            days = range(pt.WEEKS * 7) if mods is not None else range(final_day, pt.WEEKS * 7)
-            if mods is None:
-                store.query(
-                    "INSERT INTO llm_spans SELECT * REPLACE ({project:String} AS project) FROM llm_spans"
-                    " WHERE project = {twin:String} AND ts < {final:DateTime64(3)}",
-                    {"project": project, "twin": f"i{seed}", "final": pi.FINAL.strftime("%Y-%m-%d %H:%M:%S")},
-                )
-                spans += int(store.query("SELECT count() AS n FROM llm_spans WHERE project = {p:String}",
-                                         {"p": project})[0]["n"])
-            for day in days:
-                chunk = traffic.day_rows(day)
-                store.insert("llm_spans", chunk)
-                spans += chunk.count(b"\n")
+        incident, normal = f"i{seed}", f"n{seed}"
+        twins = {incident: pt.Traffic(incident, seed, scale, pi.modifiers()), normal: pt.Traffic(normal, seed, scale)}
+        for day in range(pt.WEEKS * 7):
+            chunk = twins[incident].day_rows(day)
+            # The twins' days before the final week are the same rows (incidents are all in the
+            # final week, and each day has its own random stream): generated once, written twice.
+            other = (chunk.replace(f'"project":"{incident}"'.encode(), f'"project":"{normal}"'.encode())
+                     if day < final_day else twins[normal].day_rows(day))
+            for rows in (chunk, other):
+                store.insert("llm_spans", rows)
+                spans += rows.count(b"\n")
+        for traffic in twins.values():
             rows = traffic.queue_rows(with_instance)
             for i in range(0, len(rows), 50_000):
                 store.insert("queue_depth", encode_rows(rows[i:i + 50_000]))
-            log(f"  {project}: written ({spans:,} spans so far)")
+        log(f"  seed {seed}: written ({spans:,} spans so far)")
     return spans
 
 
@@ -138,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=int, default=7 * 1440, help="minutes of the final week to replay")
     parser.add_argument("--data-dir", type=Path, help="store here (default: a temporary directory)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
+    parser.add_argument("--load-only", action="store_true", help="write the traffic into --data-dir and stop")
+    parser.add_argument("--replay-only", action="store_true", help="replay over traffic already in --data-dir")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -148,8 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         store = ChdbStore(args.data_dir or Path(tmp) / "store", database="pager")
         try:
             t0 = time.perf_counter()
-            spans = load(store, seeds, args.scale, log)
-            log(f"loaded {spans:,} spans in {time.perf_counter() - t0:.0f} s")
+            if args.replay_only:
+                spans = int(store.query("SELECT count() AS n FROM llm_spans")[0]["n"])
+            else:
+                spans = load(store, seeds, args.scale, log)
+                log(f"loaded {spans:,} spans in {time.perf_counter() - t0:.0f} s")
+            if args.load_only:
+                return 0
             evaluator = Evaluator(store, config=EvaluatorConfig())
             t0 = time.perf_counter()
             took = replay(evaluator, pi.FINAL, args.minutes, log)

@@ -32,8 +32,11 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-START = datetime(2026, 9, 7, tzinfo=timezone.utc)  # a Monday; the final week starts on day 28
 WEEKS = 5
+# The final week is the last complete week before today, and the run starts 4 weeks before it
+# (a Monday): queue samples live 30 days (the table's TTL), so the replayed week must be recent.
+_TODAY = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+START = _TODAY - timedelta(days=_TODAY.weekday() + 7) - timedelta(weeks=WEEKS - 1)
 MINUTES_PER_DAY = 1440
 SPANS_PER_WEEK = 1_600_000
 TENANTS = 30

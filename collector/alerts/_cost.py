@@ -16,15 +16,20 @@ outliers does.
 
 A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
 clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
-spend over the last week, so small tenants are judged on their own scale), and the last 15
-minutes are still at 1.5x. It holds while the last 10 minutes stay at 1.5x and clears below, so
+spend over the last week, so small tenants are judged on their own scale), the last 15 minutes
+are still at 1.5x, and the excess is beyond the key's own noise. Spend is lumpy (a small tenant's
+hour is a few agent sessions), so it is modelled as compound Poisson: its variance is the
+baseline times a dispersion (the cost of one "event"), measured from the key's own residuals over
+the last week; the hour's spend must be as unlikely as ``alpha`` (1e-6) under that model. A
+small tenant whose hours normally swing 5x pages on a real tripling of many calls, not on two
+more sessions. It holds while the last 10 minutes stay at 1.5x and clears below, so
 an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -47,6 +52,7 @@ class CostRule:
     weekday_days: int = 5
     weekend_days: int = 4
     lookback_days: int = 21
+    alpha: float = 1e-6
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
@@ -80,20 +86,45 @@ class CostRule:
         return statistics.median(around) * trend
 
     def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
-                 expected: Mapping[int, float], typical_hourly: float, now: datetime) -> Verdict:
+                 expected: Mapping[int, float], typical_hourly: float, now: datetime,
+                 dispersion: float | None = None) -> Verdict:
         """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
         to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
-        hourly spend over the last week."""
+        hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
+        ``None``: not known yet, so it cannot breach)."""
         labels = {"project": project, dimension: key}
         a60, e60 = spent[60], expected[60]
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         if (a60 >= self.ratio * e60 and a60 - e60 >= floor
-                and spent[15] >= self.ongoing_ratio * expected[15] and spent[15] > 0):
+                and spent[15] >= self.ongoing_ratio * expected[15] and spent[15] > 0
+                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha)):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
             return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since))
         held = spent[10] >= self.ongoing_ratio * expected[10] and spent[10] > 0
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
+
+
+def dispersion(residuals: Sequence[tuple[float, float]]) -> float | None:
+    """The cost of one spend "event" of a key: squared residuals over baselines, from its last
+    hours' (residual, baseline) pairs, the two largest residuals left out (an incident in the
+    week must not make the key deaf); ``None`` under a day of hours."""
+    if len(residuals) < 24:
+        return None
+    ordered = sorted(residuals, key=lambda rb: rb[0] ** 2)[:-2]
+    base = sum(b for _, b in ordered)
+    return sum(r * r for r, _ in ordered) / base if base > 0 else None
+
+
+def _unlikely(spent: float, expected: float, dispersion: float, alpha: float) -> bool:
+    """P(spend >= ``spent``) <= ``alpha`` when spend is compound Poisson with this mean and
+    dispersion (events of cost ``dispersion``): a Poisson tail in events."""
+    from scipy.special import gammainc  # the alert job's thread already loads SciPy; the app's import does not
+
+    if dispersion <= 0:
+        return spent > expected
+    events, mean = spent / dispersion, max(expected, 1e-12) / dispersion
+    return bool(gammainc(events, mean) <= alpha)
 
 
 def _alert(labels: dict[str, str], dimension: str, key: str, actual: float, expected: float,

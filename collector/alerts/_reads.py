@@ -32,20 +32,21 @@ def _parse_ts(value: str) -> datetime:
 def error_windows(store: Store, now: datetime) -> dict[tuple[str, str], ServiceWindow]:
     """Every service's LLM calls, errors and transient errors of the last hour in 10 s buckets."""
     rows = store.query(
-        f"SELECT project, service, intDiv(toUnixTimestamp64Milli(ts) - {{start_ms:Int64}}, {BUCKET_S * 1000}) AS b,"
-        " count() AS n, countIf(status = 'error') AS e, countIf(status = 'error' AND error_class = 'transient') AS t"
+        "SELECT project, service, groupArray(b) AS bs, groupArray(n) AS ns, groupArray(e) AS es, groupArray(t) AS ts"
+        f" FROM (SELECT project, service, intDiv(toUnixTimestamp64Milli(ts) - {{start_ms:Int64}}, {BUCKET_S * 1000})"
+        " AS b, count() AS n, countIf(status = 'error') AS e,"
+        " countIf(status = 'error' AND error_class = 'transient') AS t"
         f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
-        " GROUP BY project, service, b",
+        " GROUP BY project, service, b) GROUP BY project, service",
         {"start": _ts(now - WINDOW), "now": _ts(now), "start_ms": int((now - WINDOW).timestamp() * 1000)},
     )
     out: dict[tuple[str, str], ServiceWindow] = {}
     for row in rows:
-        key = (row["project"], row["service"])
-        if key not in out:
-            out[key] = ServiceWindow(np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS))
-        b = min(max(int(row["b"]), 0), BUCKETS - 1)
-        w = out[key]
-        w.calls[b], w.errors[b], w.transient[b] = int(row["n"]), int(row["e"]), int(row["t"])
+        buckets = np.clip(np.asarray(row["bs"], dtype=int), 0, BUCKETS - 1)
+        window = ServiceWindow(np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS))
+        for array, values in ((window.calls, row["ns"]), (window.errors, row["es"]), (window.transient, row["ts"])):
+            np.add.at(array, buckets, np.asarray(values, dtype=float))
+        out[(row["project"], row["service"])] = window
     return out
 
 
@@ -142,6 +143,8 @@ class CostHistory:
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
     _until: datetime | None = None
+    _typical: dict[Key, float] = field(default_factory=dict)
+    _typical_at: datetime | None = None
 
     def update(self, store: Store, now: datetime) -> None:
         until = now.replace(minute=0, second=0, microsecond=0)
@@ -174,6 +177,13 @@ class CostHistory:
         """Mean hourly spend over the last week (from the key's first hour if newer)."""
         if self._until is None:
             return 0.0
-        week_ago = max(self._until - timedelta(days=7), self.first_seen.get(key, self._until))
-        hours = max((self._until - week_ago) / HOUR, 1.0)
+        if self._typical_at != self._until:
+            self._typical, self._typical_at = {}, self._until
+        if key not in self._typical:
+            self._typical[key] = self._mean_hourly(key, self._until)
+        return self._typical[key]
+
+    def _mean_hourly(self, key: Key, until: datetime) -> float:
+        week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))
+        hours = max((until - week_ago) / HOUR, 1.0)
         return sum(v for h, v in self.hourly.get(key, {}).items() if h >= week_ago) / hours

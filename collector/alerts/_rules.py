@@ -3,12 +3,13 @@ returns its verdicts; the evaluator turns verdicts into pages (see ``_state.tran
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
-from ._cost import WINDOWS, CostRule
+from ._cost import WINDOWS, CostRule, dispersion
 from ._error_rate import ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
@@ -70,9 +71,12 @@ class CostRules:
         self.rule = rule
         self.history = CostHistory(days=rule.history.days)
         self._baselines: dict[tuple[Key, datetime], float | None] = {}
+        self._residuals: dict[Key, deque[tuple[float, float]]] = {}
+        self._judged_until: datetime | None = None
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         self.history.update(store, now)
+        self._learn_noise(now.replace(minute=0, second=0, microsecond=0))
         spent, pairs = cost_windows(store, now)
         expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
         out: dict[Key, Verdict] = {}
@@ -94,33 +98,55 @@ class CostRules:
                 out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
         return list(out.values())
 
+    def _learn_noise(self, until: datetime) -> None:
+        """Each key's residuals (spend less baseline) of the complete hours of the last week, one
+        new hour per hour: what :func:`dispersion` reads."""
+        if self._judged_until == until:
+            return
+        week = until - timedelta(days=7)
+        start = week if self._judged_until is None or self._judged_until < week else self._judged_until
+        for key, hourly in self.history.hourly.items():
+            residuals = self._residuals.setdefault(key, deque(maxlen=168))
+            hour = start
+            while hour < until:
+                base = self._baseline(key, hour)
+                if base is not None:
+                    residuals.append((hourly.get(hour, 0.0) - base, base))
+                hour += timedelta(hours=1)
+        self._judged_until = until
+
+    def _baseline(self, key: Key, hour: datetime) -> float | None:
+        if (key, hour) not in self._baselines:
+            first = self.history.first_seen.get(key)
+            self._baselines[(key, hour)] = (
+                None if first is None else self.rule.expected_hour(self.history.hourly[key], first, hour)
+            )
+        return self._baselines[(key, hour)]
+
     def _keys(self, spent: dict[Key, dict[int, float]]) -> set[Key]:
         return set(spent) | set(self.history.hourly)
 
     def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
-        return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now)
+        return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
+                                  dispersion(self._residuals.get(key, ())))
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
-        first = self.history.first_seen.get(key)
-        if first is None:
+        if key not in self.history.first_seen:
             return None
         out = {}
-        hourly = self.history.hourly[key]
         for m in WINDOWS:
             total, start = 0.0, now - timedelta(minutes=m)
             hour = start.replace(minute=0, second=0, microsecond=0)
             while hour < now:
-                if (key, hour) not in self._baselines:
-                    self._baselines[(key, hour)] = self.rule.expected_hour(hourly, first, hour)
-                base = self._baselines[(key, hour)]
+                base = self._baseline(key, hour)
                 if base is None:
                     return None
                 total += base * (min(now, hour + timedelta(hours=1)) - max(start, hour)) / timedelta(hours=1)
                 hour += timedelta(hours=1)
             out[m] = total
-        if len(self._baselines) > 50_000:  # hours long past: rebuilt on demand
+        if len(self._baselines) > 500_000:  # hours long past: rebuilt on demand
             self._baselines.clear()
         return out
 

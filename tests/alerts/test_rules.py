@@ -173,11 +173,11 @@ def test_incidents_in_earlier_weeks_do_not_drag_the_baseline():
     assert CostRule().expected_hour(hit, MONDAY, at) == pytest.approx(CostRule().expected_hour(clean, MONDAY, at))
 
 
-def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None):
+def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None, dispersion=0.001):
     windows = (5, 10, 15, 20, 30, 45, 60)
     spent = {m: {60: spent60, 15: spent15, 10: spent10}.get(m, spent15 * m / 15) for m in windows}
     expected = {m: expected_hourly * m / 60 for m in windows}
-    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0)
+    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0, dispersion)
 
 
 def test_a_small_tenant_pages_on_its_own_scale():
@@ -185,6 +185,23 @@ def test_a_small_tenant_pages_on_its_own_scale():
     v = cost_verdict(0.15, 0.0375, 0.025, 0.05, typical=0.04)
     assert v.state == BREACH and v.alert.labels == {"project": "p", "tenant": "small"}
     assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, rule=CostRule(min_excess_usd=1.0)).state != BREACH
+
+
+def test_lumpy_spend_needs_more_than_a_few_extra_sessions():
+    # the same tripled hour, when this tenant's spend comes in $0.05 sessions: 3 sessions instead
+    # of 1 is not unlikely enough; 12 instead of 1 is; with no noise measured yet, nothing pages
+    assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, dispersion=0.05).state != BREACH
+    assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=0.05).state == BREACH
+    assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=None).state != BREACH
+
+
+def test_dispersion_is_measured_without_the_largest_residuals():
+    from infersight.collector.alerts._cost import dispersion
+
+    quiet = [(0.1 * (-1) ** i, 1.0) for i in range(48)]
+    assert dispersion(quiet) == pytest.approx(0.01)
+    assert dispersion([*quiet, (30.0, 1.0), (25.0, 1.0)]) == pytest.approx(0.01)  # a past incident
+    assert dispersion(quiet[:20]) is None
 
 
 def test_cost_hysteresis_holds_while_the_last_minutes_stay_high():
