@@ -148,25 +148,27 @@ def test_stalled_queue_pages_and_draining_queue_does_not(store):
 
 
 def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
-    # Two routes of one tenant, a span every 5 minutes for three weeks; for the last two hours
-    # sales.email costs 4x. The route pages; the tenant's own excess is that route's, so it does
-    # not page a second time. (Rows are LLM calls: cost is of kind 'llm' only.)
+    # Two tenants on sales.email, one also on support.answer, a span every 5 minutes for three
+    # weeks; for the last two hours sales.email costs 4x. The route pages; each tenant's excess is
+    # that route's, so no tenant pages a second time. (Rows are LLM calls: cost is of kind 'llm'.)
     project = "alerts-cost"
     rows = []
     at = NOW - timedelta(weeks=3)
     while at < NOW:
         spike = at >= NOW - timedelta(hours=2)
-        for route, usd in (("support.answer", 0.2), ("sales.email", 0.1)):
+        for tenant, route, usd in (("acme", "support.answer", 0.2), ("acme", "sales.email", 0.1),
+                                   ("globex", "sales.email", 0.1)):
             usd = usd * (4 if spike and route == "sales.email" else 1)
-            rows.append({"project": project, "ts": ts(at), "service": "app", "tenant": "acme", "route": route,
+            rows.append({"project": project, "ts": ts(at), "service": "app", "tenant": tenant, "route": route,
                          "model": "gpt-4o", "operation": "chat", "user_id": "u-1", "cost_usd": usd, "status": "ok"})
         at += timedelta(minutes=5)
     store.insert("llm_spans", encode_rows(rows))
     active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
     assert [(a.name, a.labels) for a in active] == [("CostAnomaly", {"project": project, "route": "sales.email"})]
     alert = active[0]
-    assert alert.numbers["cost_usd"] == pytest.approx(4.8) and alert.numbers["baseline_usd"] == pytest.approx(1.2)
-    assert alert.details.startswith("Excess driven by tenants: acme $4.80 ($1.20 a week earlier)")
+    assert alert.numbers["cost_usd"] == pytest.approx(9.6) and alert.numbers["baseline_usd"] == pytest.approx(2.4)
+    assert alert.details.startswith("Excess driven by tenants: ")
+    assert "acme $4.80 ($1.20 a week earlier)" in alert.details and "globex $4.80" in alert.details
     assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 
 
