@@ -29,7 +29,7 @@ an alert resolves within minutes of the end and pages once.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -68,8 +68,10 @@ class CostRule:
         """How far back the hourly spend must reach."""
         return timedelta(days=self.lookback_days + 1)
 
-    def expected_hour(self, hourly: Mapping[datetime, float], first_seen: datetime, hour: datetime) -> float | None:
-        """The baseline spend of clock hour ``hour`` from complete earlier days, or ``None``."""
+    def expected_hour(self, hourly: Mapping[datetime, float], first_seen: datetime, hour: datetime,
+                      day_total: Callable[[datetime], float] | None = None) -> float | None:
+        """The baseline spend of clock hour ``hour`` from complete earlier days, or ``None``.
+        ``day_total`` (a day's start -> its spend) lets the caller cache whole days' sums."""
         day = hour.replace(hour=0)
         weekend = hour.weekday() >= 5
         first_day = first_seen.replace(hour=0) + (DAY if first_seen.hour else timedelta(0))
@@ -80,7 +82,7 @@ class CostRule:
             return None
         offset = hour - day
         around = [statistics.fmean(hourly.get(d + offset + HOUR * k, 0.0) for k in (-1, 0, 1)) for d in days]
-        totals = [sum(hourly.get(d + HOUR * h, 0.0) for h in range(24)) for d in days]
+        totals = [day_total(d) if day_total else sum(hourly.get(d + HOUR * h, 0.0) for h in range(24)) for d in days]
         middle = statistics.median(totals)
         trend = min(max(statistics.fmean(totals[:2]) / middle, 0.67), 1.5) if middle > 0 else 1.0
         return statistics.median(around) * trend

@@ -80,18 +80,22 @@ class DailyRatios:
 Series = tuple[str, str, str, str]  # project, service, queue, instance
 
 
-def queue_series(store: Store, now: datetime, lookback: timedelta) -> dict[Series, list[DepthSample]]:
-    """Depth samples of every (project, service, queue, instance) seen in ``lookback``, in time order."""
+def queue_series(store: Store, now: datetime, lookback: timedelta,
+                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, list[DepthSample]]:
+    """Every (project, service, queue, instance) seen in ``lookback``: its samples of the last
+    ``recent`` in time order, or only its last sample if it has none that recent (a silent series)."""
     rows = store.query(
-        "SELECT project, service, queue, instance, toString(ts) AS at, depth, oldest_age_s FROM queue_depth"
-        f" WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}} ORDER BY project, service, queue, instance, ts",
-        {"since": _ts(now - lookback), "now": _ts(now)},
+        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, argMax(depth, ts) AS last_depth,"
+        f" arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s), ts >= {{recent:{_DT}}})) AS samples"
+        f" FROM queue_depth WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}}"
+        " GROUP BY project, service, queue, instance",
+        {"since": _ts(now - lookback), "now": _ts(now), "recent": _ts(now - recent)},
     )
-    series: dict[Series, list[DepthSample]] = defaultdict(list)
+    series: dict[Series, list[DepthSample]] = {}
     for row in rows:
-        series[(row["project"], row["service"], row["queue"], row["instance"])].append(
-            DepthSample(_parse_ts(row["at"]), float(row["depth"]), row["oldest_age_s"])
-        )
+        samples = [DepthSample(_parse_ts(at), float(depth), age) for at, depth, age in row["samples"]]
+        series[(row["project"], row["service"], row["queue"], row["instance"])] = samples or [
+            DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]))]
     return series
 
 
@@ -100,12 +104,14 @@ def _trimmed(column: str) -> str:
     return f"sum({column}) - max(if(trace_id = '', 0, {column}))"
 
 
-_GROUPS = "GROUP BY GROUPING SETS ((project, tenant), (project, route), (project, tenant, route))"
+_GROUPS = "GROUP BY GROUPING SETS ((project, tenant), (project, route))"
+_PAIRS = "GROUP BY GROUPING SETS ((project, tenant, route))"
 
 
-def cost_windows(store: Store, now: datetime) -> tuple[dict[Key, dict[int, float]], dict[Key, dict[int, float]]]:
-    """Trimmed spend in each of :data:`WINDOWS` (minutes) before ``now``: of every tenant and every
-    route, keyed (project, dimension, value); and of every (project, tenant, route)."""
+def cost_windows(store: Store, now: datetime, *, pairs: bool = False) -> dict[Key, dict[int, float]]:
+    """Trimmed spend in each of :data:`WINDOWS` (minutes) before ``now`` of every tenant and every
+    route, keyed (project, dimension, value); with ``pairs``, of every (project, tenant, route)
+    instead (the dimension is then the tenant, the value the route)."""
     sums = ", ".join(f"sumIf(ifNull(cost_usd, 0), ts >= {{s{m}:{_DT}}}) AS c{m}" for m in WINDOWS)
     trimmed = ", ".join(f"{_trimmed(f'c{m}')} AS a{m}" for m in WINDOWS)
     params = {f"s{m}": _ts(now - timedelta(minutes=m)) for m in WINDOWS} | {"now": _ts(now)}
@@ -113,18 +119,14 @@ def cost_windows(store: Store, now: datetime) -> tuple[dict[Key, dict[int, float
         f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed} FROM ("
         f" SELECT project, tenant, route, trace_id, {sums} FROM llm_spans"
         f" WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
-        f" GROUP BY project, tenant, route, trace_id) {_GROUPS}",
+        f" GROUP BY project, tenant, route, trace_id) {_PAIRS if pairs else _GROUPS}",
         params,
     )
-    keys: dict[Key, dict[int, float]] = {}
-    pairs: dict[Key, dict[int, float]] = {}
+    out: dict[Key, dict[int, float]] = {}
     for row in rows:
-        spent = {m: float(row[f"a{m}"]) for m in WINDOWS}
-        if int(row["g"]) == 0:
-            pairs[(str(row["project"]), str(row["tenant"]), str(row["route"]))] = spent
-        else:
-            keys[_key(row)] = spent
-    return keys, pairs
+        key = (str(row["project"]), str(row["tenant"]), str(row["route"])) if pairs else _key(row)
+        out[key] = {m: float(row[f"a{m}"]) for m in WINDOWS}
+    return out
 
 
 def _key(row: dict[str, Any]) -> Key:

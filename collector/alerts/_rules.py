@@ -72,16 +72,19 @@ class CostRules:
         self.history = CostHistory(days=rule.history.days)
         self._baselines: dict[tuple[Key, datetime], float | None] = {}
         self._residuals: dict[Key, deque[tuple[float, float]]] = {}
+        self._noise: dict[Key, float | None] = {}
+        self._day_totals: dict[tuple[Key, datetime], float] = {}
         self._judged_until: datetime | None = None
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         self.history.update(store, now)
         self._learn_noise(now.replace(minute=0, second=0, microsecond=0))
-        spent, pairs = cost_windows(store, now)
+        spent = cost_windows(store, now)
         expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
         out: dict[Key, Verdict] = {}
         for key in (k for k in expected if k[1] == "route"):
             out[key] = self._verdict(key, spent.get(key), expected[key], now)
+        pairs = cost_windows(store, now, pairs=True) if any(v.state == BREACH for v in out.values()) else {}
         for key, verdict in out.items():
             if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
                 out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
@@ -113,15 +116,24 @@ class CostRules:
                 if base is not None:
                     residuals.append((hourly.get(hour, 0.0) - base, base))
                 hour += timedelta(hours=1)
+            self._noise[key] = dispersion(residuals)
         self._judged_until = until
+        # days before the history's reach are never asked for again
+        self._day_totals = {k: v for k, v in self._day_totals.items() if k[1] >= until - self.rule.history}
 
     def _baseline(self, key: Key, hour: datetime) -> float | None:
         if (key, hour) not in self._baselines:
             first = self.history.first_seen.get(key)
-            self._baselines[(key, hour)] = (
-                None if first is None else self.rule.expected_hour(self.history.hourly[key], first, hour)
+            self._baselines[(key, hour)] = None if first is None else self.rule.expected_hour(
+                self.history.hourly[key], first, hour, lambda day: self._day_total(key, day)
             )
         return self._baselines[(key, hour)]
+
+    def _day_total(self, key: Key, day: datetime) -> float:
+        if (key, day) not in self._day_totals:
+            hourly = self.history.hourly[key]
+            self._day_totals[(key, day)] = sum(hourly.get(day + timedelta(hours=h), 0.0) for h in range(24))
+        return self._day_totals[(key, day)]
 
     def _keys(self, spent: dict[Key, dict[int, float]]) -> set[Key]:
         return set(spent) | set(self.history.hourly)
@@ -130,25 +142,21 @@ class CostRules:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
         return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
-                                  dispersion(self._residuals.get(key, ())))
+                                  self._noise.get(key))
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
+        """The baseline of each window: every window (at most an hour) spans this clock hour and
+        the one before, prorated."""
         if key not in self.history.first_seen:
             return None
-        out = {}
-        for m in WINDOWS:
-            total, start = 0.0, now - timedelta(minutes=m)
-            hour = start.replace(minute=0, second=0, microsecond=0)
-            while hour < now:
-                base = self._baseline(key, hour)
-                if base is None:
-                    return None
-                total += base * (min(now, hour + timedelta(hours=1)) - max(start, hour)) / timedelta(hours=1)
-                hour += timedelta(hours=1)
-            out[m] = total
+        hour = now.replace(minute=0, second=0, microsecond=0)
+        current, previous = self._baseline(key, hour), self._baseline(key, hour - timedelta(hours=1))
+        if current is None or previous is None:
+            return None
+        into = (now - hour) / timedelta(minutes=1)
         if len(self._baselines) > 500_000:  # hours long past: rebuilt on demand
             self._baselines.clear()
-        return out
+        return {m: (current * min(m, into) + previous * max(0.0, m - into)) / 60 for m in WINDOWS}
 
 
 def _one_tenant(route: Key, spent: float, pairs: dict[Key, dict[int, float]]) -> bool:
