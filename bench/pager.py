@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"loaded {spans:,} spans in {time.perf_counter() - t0:.0f} s")
             if args.load_only:
                 return 0
+            for table in ("alerts", "alert_events"):  # a replay starts with no alert history
+                store.query(f"TRUNCATE TABLE {table}")
             evaluator = Evaluator(store, config=EvaluatorConfig())
             t0 = time.perf_counter()
             took = replay(evaluator, pi.FINAL, args.minutes, log)
