@@ -5,11 +5,11 @@ evaluator, alone in a fresh embedded store).
 
 The rules read the last hour of spans every minute and, once an hour, the hour that just ended;
 older hours only through the cost rule's in-memory hourly history (read once at start). So the
-store holds the last four hours (and the 20 evaluated minutes) at full density (10M spans a week: ~1,000 a minute, 60% of them
-LLM calls, 1,000 Zipf tenants over 40 routes and 8 services) and, before them, two weeks of hourly
-spend per tenant and route (one span per tenant and hour: what the history query sums to), plus
-100 queue series. Prints the first evaluation (history load), the steady minutes and the minute
-after an hour boundary.
+store holds the last four hours (and the 20 evaluated minutes) at full density (10M spans a week:
+~1,000 a minute, 60% of them LLM calls, 1,000 Zipf tenants over 40 routes and 8 services) and,
+before them, two weeks of hourly spend per tenant and route (one span per tenant and hour: what
+the history query sums to), plus 100 queue series. Prints the first evaluation (history load),
+the steady minutes and the minute after an hour boundary.
 """
 
 from __future__ import annotations
