@@ -115,9 +115,10 @@ def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_en
         else:
             out.append(f"| {name} (must not page) | {paged}/{len(results)} | – | "
                        f"{_fmt([float(r.pages) for r in results])} | – |")
-    out += ["", f"Evaluation time per minute: median {statistics.median(took) * 1000:.0f} ms, "
-            f"p99 {sorted(took)[int(len(took) * 0.99)] * 1000:.0f} ms, max {max(took) * 1000:.0f} ms "
-            f"({len(took):,} evaluations over {2 * len(seeds)} projects)."]
+    if took:
+        out += ["", f"Evaluation time per minute: median {statistics.median(took) * 1000:.0f} ms, "
+                f"p99 {sorted(took)[int(len(took) * 0.99)] * 1000:.0f} ms, max {max(took) * 1000:.0f} ms "
+                f"({len(took):,} evaluations over {2 * len(seeds)} projects)."]
     return "\n".join(out)
 
 
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     parser.add_argument("--load-only", action="store_true", help="write the traffic into --data-dir and stop")
     parser.add_argument("--replay-only", action="store_true", help="replay over traffic already in --data-dir")
+    parser.add_argument("--score-only", action="store_true", help="only the tables of a replay done in --data-dir")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -145,19 +147,21 @@ def main(argv: list[str] | None = None) -> int:
         store = ChdbStore(args.data_dir or Path(tmp) / "store", database="pager")
         try:
             t0 = time.perf_counter()
-            if args.replay_only:
+            if args.replay_only or args.score_only:
                 spans = int(store.query("SELECT count() AS n FROM llm_spans")[0]["n"])
             else:
                 spans = load(store, seeds, args.scale, log)
                 log(f"loaded {spans:,} spans in {time.perf_counter() - t0:.0f} s")
             if args.load_only:
                 return 0
-            for table in ("alerts", "alert_events"):  # a replay starts with no alert history
-                store.query(f"TRUNCATE TABLE {table}")
-            evaluator = Evaluator(store, config=EvaluatorConfig())
-            t0 = time.perf_counter()
-            took = replay(evaluator, pi.FINAL, args.minutes, log)
-            log(f"replayed {args.minutes} minutes in {time.perf_counter() - t0:.0f} s")
+            took: list[float] = []
+            if not args.score_only:
+                for table in ("alerts", "alert_events"):  # a replay starts with no alert history
+                    store.query(f"TRUNCATE TABLE {table}")
+                evaluator = Evaluator(store, config=EvaluatorConfig())
+                t0 = time.perf_counter()
+                took = replay(evaluator, pi.FINAL, args.minutes, log)
+                log(f"replayed {args.minutes} minutes in {time.perf_counter() - t0:.0f} s")
             run_end = pi.FINAL + timedelta(minutes=args.minutes)
             text = tables(seeds, events(store), run_end, took)
         finally:

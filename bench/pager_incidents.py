@@ -46,8 +46,8 @@ class Incident:
         return slice(first, first + self.minutes if self.minutes else pt.total_minutes())
 
     def matches(self, name: str, labels: dict[str, str], at: datetime) -> bool:
-        end = self.end or datetime.max.replace(tzinfo=at.tzinfo)
-        if name not in self.family or not self.onset <= at <= end + ATTRIBUTION:
+        last = self.end + ATTRIBUTION if self.end is not None else at  # no end: to the end of the run
+        if name not in self.family or not self.onset <= at <= last:
             return False
         if self.family is ERROR_ALERTS:
             return labels.get("service") == self.target
@@ -129,19 +129,15 @@ def score(events: list[dict[str, Any]], run_end: datetime,
     outcomes = []
     for inc in library:
         mine = [e for i, e in enumerate(firing) if claimed.get(i) is inc]
-        fps = {e["fingerprint"] for e in mine}
-        resolved = [e["at"] for e in events if e["event"] == "resolved" and e["fingerprint"] in fps
-                    and e["at"] >= inc.onset]
-        still = any(_firing_at_end(events, fp) for fp in fps)
+        # each page's own resolve: the first one of its fingerprint after it fired
+        resolves = [next((r["at"] for r in events if r["event"] == "resolved"
+                          and r["fingerprint"] == e["fingerprint"] and r["at"] >= e["at"]), None) for e in mine]
+        still = any(r is None for r in resolves)
         resolve_min = None
-        if mine and not still and resolved and inc.end is not None:
-            resolve_min = (max(resolved) - inc.end).total_seconds() / 60
+        if mine and not still and inc.end is not None:
+            resolve_min = (max(r for r in resolves if r is not None) - inc.end).total_seconds() / 60
         first = (min(e["at"] for e in mine) - inc.onset).total_seconds() / 60 if mine else None
         outcomes.append(Outcome(inc, len(mine), first, resolve_min, still))
     unexplained = [e for i, e in enumerate(firing) if i not in claimed]
     return outcomes, unexplained
 
-
-def _firing_at_end(events: list[dict[str, Any]], fingerprint: str) -> bool:
-    last = [e["event"] for e in events if e["fingerprint"] == fingerprint and e["event"] != "repeat"]
-    return bool(last) and last[-1] == "firing"
