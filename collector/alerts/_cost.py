@@ -95,7 +95,9 @@ class CostRule:
         hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
         ``None``: not known yet, so it cannot breach)."""
         labels = {"project": project, dimension: key}
-        a60, e60 = spent[60], expected[60]
+        # never judged against less than half its mean hour: at a key's quiet hours the seasonal
+        # baseline is ~$0, and one session would look impossible
+        a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         if (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[15] >= self.ongoing_ratio * expected[15] and spent[15] > 0

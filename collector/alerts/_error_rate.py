@@ -4,8 +4,8 @@ Two questions, both against the service's usual error ratio (the median of its l
 ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 
 - **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
-  chance (binomial tail <= ``alpha``), and the errors are spread over the window: no 150 s hold
-  more than 80% of them. Provider 5xx bursts (under 2.5 minutes, retried by clients) are normal
+  chance (binomial tail <= ``alpha``), and the errors are spread over the window: no 3 minutes
+  hold more than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
@@ -135,8 +135,9 @@ def _tail(k: float, n: float, p: float) -> float:
 
 
 def _spread(errors: np.ndarray) -> bool:
-    """No 150 s of the window hold more than 80% of its errors (a burst holds nearly all)."""
-    width = 150 // BUCKET_S
+    """No 3 minutes of the window hold more than 80% of its errors (a burst, under 3 minutes
+    with its retries, holds nearly all; an outage of 5 minutes spreads over the window)."""
+    width = 180 // BUCKET_S
     sums = np.convolve(errors, np.ones(width), mode="valid")
     return bool(sums.max() <= 0.8 * errors.sum())
 

@@ -213,3 +213,13 @@ def test_cost_hysteresis_holds_while_the_last_minutes_stay_high():
 def test_cost_rule_validates_its_parameters(kwargs):
     with pytest.raises(ValueError, match=r"CostRule|cost floors"):
         CostRule(**kwargs)
+
+
+def test_a_quiet_hour_near_zero_baseline_does_not_make_one_session_impossible():
+    # a small tenant's night: baseline ~$0, mean hour $0.04, one $0.06 session comes in
+    assert cost_verdict(0.06, 0.06, 0.06, 1e-5, 0.04, dispersion=0.05).state != BREACH
+
+
+def test_a_burst_of_almost_three_minutes_is_not_an_outage():
+    calls, errors = traffic(150, 30, lambda m: 0.9 if 100 <= m < 102.9 else 0.01, seed=12)
+    assert first_breach(verdicts(calls, errors)) is None
