@@ -51,6 +51,12 @@ _DATA_DIR = click.option(
               help="Seconds between alert evaluations.")
 @click.option("--slo", default=0.995, show_default=True, type=float,
               help="Share of GenAI calls that must succeed; the error-spike alert burns against the rest.")
+@click.option("--cost-ratio", default=2.0, show_default=True, type=float,
+              help="A tenant's or route's last hour must reach this multiple of its seasonal baseline to page.")
+@click.option("--cost-min-excess-share", default=0.5, show_default=True, type=float,
+              help="...and its excess this share of its own mean hourly spend (small tenants on their own scale).")
+@click.option("--cost-min-excess-usd", default=0.01, show_default=True, type=float,
+              help="...and at least this many dollars.")
 @click.option("--clickhouse-url", envvar="INFERSIGHT_CLICKHOUSE_URL",
               help="Store in a ClickHouse server: http://user:pass@host:8123/db (default: embedded chDB).")
 @click.option("--cluster", envvar="INFERSIGHT_CLICKHOUSE_CLUSTER",
@@ -60,7 +66,8 @@ _DATA_DIR = click.option(
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
               decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, body_timeout: float,
               no_auth: bool,
-              no_alerts: bool, evaluation_interval: float, slo: float, alertmanager_url: str | None,
+              no_alerts: bool, evaluation_interval: float, slo: float, cost_ratio: float,
+              cost_min_excess_share: float, cost_min_excess_usd: float, alertmanager_url: str | None,
               alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
               clickhouse_url: str | None, cluster: str | None, **judge_options: object) -> None:
     """Receive OTLP on /v1/traces and serve the API and dashboards on one port."""
@@ -71,7 +78,8 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
             auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
             ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead), body_timeout_s=body_timeout,
-            alerts=not no_alerts, slo=slo,
+            alerts=not no_alerts, slo=slo, cost_ratio=cost_ratio, cost_min_excess_share=cost_min_excess_share,
+            cost_min_excess_usd=cost_min_excess_usd,
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,

@@ -61,6 +61,11 @@ class Settings:
             the alert channels as a non-paging message; ``None``: no digest.
         slo: share of GenAI calls that must succeed; its complement is the error budget that
             the error-spike alert measures burn against.
+        cost_ratio: a tenant's or route's last hour must reach this multiple of its seasonal
+            baseline to page as a cost anomaly.
+        cost_min_excess_share, cost_min_excess_usd: and its excess must reach this share of the
+            key's own mean hourly spend (so small tenants are judged on their own scale) and
+            this many dollars.
         alertmanager_url, alert_webhook_url, slack_webhook_url: where pages go (any of them).
         public_url: the dashboards' address as on-call opens it, for links in alerts; defaults
             to ``http://host:port``.
@@ -86,6 +91,9 @@ class Settings:
     alerts: bool = True
     evaluation_interval_s: float = 60.0
     slo: float = 0.995
+    cost_ratio: float = 2.0
+    cost_min_excess_share: float = 0.5
+    cost_min_excess_usd: float = 0.01
     digest_hour_utc: int | None = 8
     alertmanager_url: str | None = None
     alert_webhook_url: str | None = None
@@ -108,6 +116,13 @@ class Settings:
             raise ValueError("The 'cluster' setting needs 'clickhouse_url': the embedded store is one process.")
         if not 0.0 < self.slo < 1.0:
             raise ValueError(f"The 'slo' setting must be between 0 and 1 (e.g. 0.995); got {self.slo}.")
+        if self.cost_ratio <= 1.5:
+            raise ValueError(f"The 'cost_ratio' setting must be above 1.5 (its resolve level); got {self.cost_ratio}.")
+        if self.cost_min_excess_share < 0 or self.cost_min_excess_usd < 0:
+            raise ValueError(
+                "The 'cost_min_excess_share' and 'cost_min_excess_usd' settings must be 0 or more; "
+                f"got {self.cost_min_excess_share} and {self.cost_min_excess_usd}."
+            )
         if self.evaluation_interval_s <= 0:
             raise ValueError(
                 f"The 'evaluation_interval_s' setting must be positive; got {self.evaluation_interval_s}."

@@ -26,7 +26,7 @@ EXPECTED = {
         "since_to_unix_ns", "statements", "summary", "usd_text",
     ],
     alerts: [
-        "Alert", "AlertmanagerNotifier", "BurnWindow", "CostRule", "ErrorRateRule", "Evaluation",
+        "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],

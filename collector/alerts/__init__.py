@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._channels import AlertmanagerNotifier, Notifier, NotifierError, SlackNotifier, WebhookNotifier
 from ._cost import CostRule
-from ._error_rate import BurnWindow, ErrorRateRule
+from ._error_rate import ErrorRateRule
 from ._evaluator import Evaluation, Evaluator, EvaluatorConfig, history
 from ._model import Alert
 from ._queue import QueueRule
@@ -12,7 +12,6 @@ from ._queue import QueueRule
 __all__ = [
     "Alert",
     "AlertmanagerNotifier",
-    "BurnWindow",
     "CostRule",
     "ErrorRateRule",
     "Evaluation",

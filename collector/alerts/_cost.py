@@ -1,128 +1,144 @@
-"""Cost anomalies per tenant and hour, against a seasonal, robust baseline.
+"""Cost anomalies per tenant and per route, against a seasonal baseline of the same key.
 
-The baseline for an hour is the median spend of the same hour of the week over the last four
-weeks, or, with less history, of the same hour of the day over the last seven days. Its scale is
-the MAD (1.4826 x median absolute deviation, floored so a perfectly flat history does not make
-every cent an anomaly). An hour is anomalous when its robust z-score is at least 3.5 AND the
-excess is above a dollar floor AND above a share of the baseline; the alert fires when two of
-the last three complete hours are anomalous. Hours found anomalous against the weekly baseline
-never enter later baselines, so a long incident does not teach the baseline that it is normal.
-Flags from the hour-of-day fallback are provisional and do not exclude hours: that baseline
-cannot know weekly rhythms, and excluding, say, every Monday peak it flags would keep Monday
-peaks out of the weekly baseline forever.
+Spend is of LLM calls, and *trimmed*: in every hour (and every window) the costliest single trace
+of the key is left out. One long agent session is one trace, so it cannot page by itself, while a
+tripled spend spread over many requests is barely touched by the trim.
+
+The baseline of a clock hour is the median, over the last same-type days (up to 5 weekdays for a
+weekday, 4 weekend days for a weekend day; within 3 weeks, since the key's first full day), of
+that day's spend around the same hour (the hour and its two neighbours, averaged, which damps
+small tenants' noise). It is scaled by the key's trend: the last two same-type days' totals
+against those days' median, clamped to [0.67, 1.5], so an onboarding tenant's ramp does not page
+and a shrinking one does not hide a spike. With under two same-type days there is no baseline
+and no verdict: a new tenant or route is learnt, not paged on. Medians of whole days move with
+the level in both directions, so the baseline never drifts down the way excluding only high
+outliers does.
+
+A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
+clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
+spend over the last week, so small tenants are judged on their own scale), the last 15 minutes
+are still at 1.5x, and the excess is beyond the key's own noise. Spend is lumpy (a small tenant's
+hour is a few agent sessions), so it is modelled as compound Poisson: its variance is the
+baseline times a dispersion (the cost of one "event"), measured from the key's own residuals over
+the last week; the hour's spend must be as unlikely as ``alpha`` (1e-6) under that model. A
+small tenant whose hours normally swing 5x pages on a real tripling of many calls, not on two
+more sessions. It holds while the last 10 minutes stay at 1.5x and clears below, so
+an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from ._model import COST_ANOMALY, Alert
+from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
 
 HOUR = timedelta(hours=1)
-
-
-@dataclass(frozen=True, slots=True)
-class HourVerdict:
-    hour: datetime
-    cost_usd: float
-    baseline_usd: float | None
-    z: float | None
-    anomalous: bool
+DAY = timedelta(days=1)
+# Window lengths in minutes the rule reads, for the caller to sum: the hour, the ongoing and hold
+# windows, and the steps that date the breach's first minute.
+WINDOWS = (5, 10, 15, 20, 30, 45, 60)
 
 
 @dataclass(frozen=True, slots=True)
 class CostRule:
-    z_threshold: float = 3.5
-    min_excess_usd: float = 1.0
+    ratio: float = 2.0
+    ongoing_ratio: float = 1.5
+    min_excess_usd: float = 0.01
     min_excess_share: float = 0.5
-    weeks: int = 4
-    min_points: int = 3
+    weekday_days: int = 5
+    weekend_days: int = 4
+    lookback_days: int = 21
+    alpha: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
+            raise ValueError(
+                f"CostRule needs ratio > ongoing_ratio > 1; got {self.ratio!r} and {self.ongoing_ratio!r}."
+            )
+        if self.min_excess_usd < 0 or self.min_excess_share < 0:
+            raise ValueError("The cost floors (min_excess_usd, min_excess_share) must be 0 or more; got "
+                             f"{self.min_excess_usd!r} and {self.min_excess_share!r}.")
 
     @property
     def history(self) -> timedelta:
-        return timedelta(weeks=self.weeks) + timedelta(hours=3)
+        """How far back the hourly spend must reach."""
+        return timedelta(days=self.lookback_days + 1)
 
-    def verdicts(self, hourly: Mapping[datetime, float], until: datetime) -> list[HourVerdict]:
-        """Judge every complete hour of the history, oldest first, up to (excluding) ``until``.
+    def expected_hour(self, hourly: Mapping[datetime, float], first_seen: datetime, hour: datetime,
+                      day_total: Callable[[datetime], float] | None = None) -> float | None:
+        """The baseline spend of clock hour ``hour`` from complete earlier days, or ``None``.
+        ``day_total`` (a day's start -> its spend) lets the caller cache whole days' sums."""
+        day = hour.replace(hour=0)
+        weekend = hour.weekday() >= 5
+        first_day = first_seen.replace(hour=0) + (DAY if first_seen.hour else timedelta(0))
+        days = [d for d in (day - DAY * k for k in range(1, self.lookback_days + 1))
+                if (d.weekday() >= 5) == weekend and d >= first_day]
+        days = days[: self.weekend_days if weekend else self.weekday_days]
+        if len(days) < 2:
+            return None
+        offset = hour - day
+        around = [statistics.fmean(hourly.get(d + offset + HOUR * k, 0.0) for k in (-1, 0, 1)) for d in days]
+        totals = [day_total(d) if day_total else sum(hourly.get(d + HOUR * h, 0.0) for h in range(24)) for d in days]
+        middle = statistics.median(totals)
+        trend = min(max(statistics.fmean(totals[:2]) / middle, 0.67), 1.5) if middle > 0 else 1.0
+        return statistics.median(around) * trend
 
-        ``hourly`` maps hour starts to spend; hours absent between the first one and ``until``
-        count as zero spend.
-        """
-        if not hourly:
-            return []
-        first = min(hourly)
-        out: list[HourVerdict] = []
-        flagged: set[datetime] = set()
-        hour = first
-        while hour < until:
-            cost = hourly.get(hour, 0.0)
-            baseline, weekly = self._baseline_points(hourly, hour, first, flagged)
-            verdict = HourVerdict(hour, cost, None, None, False)
-            if baseline is not None:
-                median = statistics.median(baseline)
-                mad = statistics.median(abs(x - median) for x in baseline)
-                scale = max(1.4826 * mad, 0.05 * median, 0.01)
-                excess = cost - median
-                z = excess / scale
-                anomalous = (
-                    z >= self.z_threshold
-                    and excess >= self.min_excess_usd
-                    and excess >= self.min_excess_share * median
-                )
-                verdict = HourVerdict(hour, cost, median, z, anomalous)
-                if anomalous and weekly:
-                    flagged.add(hour)
-            out.append(verdict)
-            hour += HOUR
-        return out
+    def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
+                 expected: Mapping[int, float], typical_hourly: float, now: datetime,
+                 dispersion: float | None = None) -> Verdict:
+        """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
+        to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
+        hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
+        ``None``: not known yet, so it cannot breach)."""
+        labels = {"project": project, dimension: key}
+        # never judged against less than half its mean hour: at a key's quiet hours the seasonal
+        # baseline is ~$0, and one session would look impossible
+        a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
+        floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
+        if (a60 >= self.ratio * e60 and a60 - e60 >= floor
+                and spent[15] >= self.ongoing_ratio * expected[15] and spent[15] > 0
+                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha)):
+            minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
+            since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
+            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since))
+        held = spent[10] >= self.ongoing_ratio * expected[10] and spent[10] > 0
+        return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
-    def _baseline_points(
-        self, hourly: Mapping[datetime, float], hour: datetime, first: datetime, flagged: set[datetime]
-    ) -> tuple[list[float] | None, bool]:
-        """The baseline's points and whether they are the weekly (same hour of week) ones."""
-        for step, count, weekly in ((timedelta(weeks=1), self.weeks, True), (timedelta(days=1), 7, False)):
-            points = [
-                hourly.get(h, 0.0)
-                for h in (hour - step * i for i in range(1, count + 1))
-                if h >= first and h not in flagged
-            ]
-            if len(points) >= self.min_points:
-                return points, weekly
-        return None, False
 
-    def evaluate(
-        self, project: str, tenant: str, hourly: Mapping[datetime, float], now: datetime
-    ) -> tuple[Alert | None, list[HourVerdict]]:
-        """The alert for this tenant (if 2 of the last 3 complete hours are anomalous) and the
-        verdicts of those three hours."""
-        current = now.replace(minute=0, second=0, microsecond=0)
-        verdicts = self.verdicts(hourly, current)
-        last3 = [v for v in verdicts if v.hour >= current - 3 * HOUR]
-        bad = [v for v in last3 if v.anomalous]
-        if len(bad) < 2:
-            return None, last3
-        actual = sum(v.cost_usd for v in bad)
-        expected = sum(v.baseline_usd or 0.0 for v in bad)
-        alert = Alert(
-            name=COST_ANOMALY,
-            labels={"project": project, "tenant": tenant},
-            summary=(
-                f"tenant {tenant} spent ${actual:,.2f} in {len(bad)} of the last 3 hours, "
-                f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else
-                f"tenant {tenant} spent ${actual:,.2f} in {len(bad)} of the last 3 hours, usually nothing"
-            ),
-            since=bad[0].hour,
-            numbers={
-                "cost_usd": actual,
-                "baseline_usd": expected,
-                "excess_usd": actual - expected,
-                "max_z": max(v.z or 0.0 for v in bad),
-                "anomalous_hours": float(len(bad)),
-            },
-            link="/cost?" + urlencode({"tenant": tenant}),
-        )
-        return alert, last3
+def dispersion(residuals: Sequence[tuple[float, float]]) -> float | None:
+    """The cost of one spend "event" of a key: squared residuals over baselines, from its last
+    hours' (residual, baseline) pairs, the two largest residuals left out (an incident in the
+    week must not make the key deaf); ``None`` under a day of hours."""
+    if len(residuals) < 24:
+        return None
+    ordered = sorted(residuals, key=lambda rb: rb[0] ** 2)[:-2]
+    base = sum(b for _, b in ordered)
+    return sum(r * r for r, _ in ordered) / base if base > 0 else None
+
+
+def _unlikely(spent: float, expected: float, dispersion: float, alpha: float) -> bool:
+    """P(spend >= ``spent``) <= ``alpha`` when spend is compound Poisson with this mean and
+    dispersion (events of cost ``dispersion``): a Poisson tail in events."""
+    from scipy.special import gammainc  # the alert job's thread already loads SciPy; the app's import does not
+
+    if dispersion <= 0:
+        return spent > expected
+    events, mean = spent / dispersion, max(expected, 1e-12) / dispersion
+    return bool(gammainc(events, mean) <= alpha)
+
+
+def _alert(labels: dict[str, str], dimension: str, key: str, actual: float, expected: float,
+           since: datetime) -> Alert:
+    usual = f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else "usually nothing"
+    return Alert(
+        name=COST_ANOMALY, labels=labels,
+        summary=f"{dimension} {key} spent ${actual:,.2f} in the last hour, {usual} (since {since:%H:%M} UTC)",
+        since=since,
+        numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
+                 "ratio": actual / expected if expected > 0 else 0.0},
+        link="/cost?" + urlencode({dimension: key}),
+    )

@@ -35,6 +35,7 @@ class Digest:
     detector_rates: list[dict[str, Any]] = field(default_factory=list)
     judge_moves: list[dict[str, Any]] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
+    service_errors: list[dict[str, Any]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """The digest as a few plain lines, for chat channels."""
@@ -45,6 +46,12 @@ class Digest:
             f"cost {usd_text(t['cost_usd'], t['unpriced_calls'])} ({_delta(t['cost_usd'], p['cost_usd'])}), "
             f"p95 latency {_ms(t['latency_s']['p95'])}"
         ]
+        up = [r for r in self.service_errors if r["up"]]
+        if up:
+            out.append("Error rate up (under the pager): " + ", ".join(
+                f"{r['service'] or '(none)'} {r['error_rate']:.2%} ({_rate(r['day_before'])} the day before, "
+                f"{_rate(r['week_before'])} a week before)" for r in up[:4]
+            ))
         if self.slowest_routes:
             out.append("Slowest routes (p95): "
                        + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
@@ -79,6 +86,10 @@ class Digest:
 
 def _ms(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+
+def _rate(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.2%}"
 
 
 def _delta(now: float, before: float) -> str:
@@ -116,6 +127,7 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
         for r in sorted(by_route, key=lambda r: (-r["latency_s"]["p95"], r["route"]))[:5]
     ]
     digest.top_spenders = call_figures(store, project, start, until_ns=end, by=("tenant",))[:5]
+    digest.service_errors = service_errors(store, project, day)
     llm_calls = {"now": digest.totals["llm_calls"], "before": digest.previous["llm_calls"]}
     rates = store.query(
         "SELECT label, countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS now,"
@@ -152,6 +164,30 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
         )
     ]
     return digest
+
+
+def service_errors(store: Store, project: str, day: date) -> list[dict[str, Any]]:
+    """Each service's LLM error rate on ``day``, the day before and a week before, worst first.
+
+    ``up`` marks a rate at least 1.5x either earlier one (and 0.1 points above it, on 200 calls or
+    more): a creep that stays under the pager is seen the next morning.
+    """
+    def rates(on: date) -> dict[str, dict[str, Any]]:
+        start, end = _window(on)
+        return {r["service"]: r for r in call_figures(store, project, start, until_ns=end, by=("service",))}
+
+    now, day_before, week_before = rates(day), rates(day - timedelta(days=1)), rates(day - timedelta(days=7))
+    out = []
+    for service, r in now.items():
+        if not r["llm_calls"]:
+            continue
+        earlier = [x[service]["llm_error_rate"] if x.get(service, {}).get("llm_calls") else None
+                   for x in (day_before, week_before)]
+        rate = r["llm_error_rate"]
+        up = r["llm_calls"] >= 200 and any(e is not None and rate >= 1.5 * e and rate - e >= 0.001 for e in earlier)
+        out.append({"service": service, "llm_calls": r["llm_calls"], "error_rate": rate,
+                    "day_before": earlier[0], "week_before": earlier[1], "up": up})
+    return sorted(out, key=lambda r: -r["error_rate"])
 
 
 def projects_active(store: Store, day: date) -> list[str]:

@@ -1,109 +1,163 @@
-"""Error-rate spikes: multi-window, multi-burn-rate alerting against an error budget.
+"""Error-rate spikes of LLM calls, per service: outages within minutes, creeps within the hour.
 
-After the SRE workbook: with an SLO of 99.5% successful calls, the budget is 0.5% errors. A
-burn rate of 14.4 over one hour spends 2% of a 30-day budget; it pages only if the last five
-minutes burn as fast (so the alert resolves quickly once the spike ends). The slower pair, 6x
-over six hours confirmed over 30 minutes, catches smouldering failures. A minimum request count
-keeps three failures at night from paging.
+Two questions, both against the service's usual error ratio (the median of its last seven daily
+ratios, so one bad day moves it not at all, and it drifts neither up nor down):
+
+- **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
+  chance (binomial tail <= ``alpha``), and the errors are spread over the window: no 3 minutes
+  hold more than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
+  life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
+  beyond, at ~4 minutes for a 20% outage.
+- **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
+  chance, and still so over the last 15 minutes. Each minute's errors are capped near the
+  usual-ratio scale first (``1 + 10 x usual x calls``), so a burst adds a few errors, not a
+  hundred, and two bursts in an hour do not look like a creep.
+
+Hysteresis: a firing alert holds while the last 10 minutes stay at twice the usual ratio (or 10%
+over 5 minutes), and clears below that; the evaluator resolves it once the clear has lasted.
+With no calls in the last 10 minutes the rule says nothing, so the alert neither fires nor
+resolves. ``since`` is the first minute of the breach, not the window's start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from ._model import ERROR_SPIKE, Alert
+import numpy as np
+
+from ._model import BREACH, CLEAR, ERROR_SPIKE, HOLD, Alert, Verdict
+
+BUCKET_S = 10
+WINDOW = timedelta(hours=1)
+BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
+_PER_MINUTE = 60 // BUCKET_S
 
 
 @dataclass(frozen=True, slots=True)
-class Counts:
-    """Calls of one service over one look-back window."""
+class ServiceWindow:
+    """One service's LLM calls over the last hour in 10-second buckets, oldest first (arrays of
+    :data:`BUCKETS`): calls, errors, and errors the SDK classed transient (timeouts, 429, 5xx)."""
 
-    total: int
-    errors: int
-    transient: int = 0
-    logic: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class BurnWindow:
-    long: timedelta
-    short: timedelta
-    burn_rate: float
+    calls: np.ndarray
+    errors: np.ndarray
+    transient: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
 class ErrorRateRule:
-    """Parameters; defaults follow the SRE workbook's page-level windows."""
+    """Parameters. ``slo``'s complement is the usual ratio assumed for a service with under two
+    days of history."""
 
     slo: float = 0.995
-    windows: tuple[BurnWindow, ...] = (
-        BurnWindow(timedelta(hours=1), timedelta(minutes=5), 14.4),
-        BurnWindow(timedelta(hours=6), timedelta(minutes=30), 6.0),
-    )
-    min_requests: int = 100
+    outage_ratio: float = 0.15
+    creep_factor: float = 3.0
+    hold_factor: float = 2.0
+    alpha: float = 1e-6
+    creep_alpha: float = 1e-5
+    min_usual: float = 0.001
 
     def __post_init__(self) -> None:
         if not 0.0 < self.slo < 1.0:
             raise ValueError(f"The 'slo' parameter of ErrorRateRule must be in (0, 1); got {self.slo!r}.")
-
-    def lookbacks(self) -> tuple[timedelta, ...]:
-        """Every window the rule reads, for the caller to count."""
-        return tuple(sorted({w.long for w in self.windows} | {w.short for w in self.windows}))
-
-    def evaluate(
-        self, project: str, service: str, counts: Mapping[timedelta, Counts], now: datetime,
-        top_labels: Mapping[str, str] | None = None,
-    ) -> Alert | None:
-        """An alert if a window pair burns too fast, else ``None``.
-
-        ``counts`` maps each of :meth:`lookbacks` to the calls in ``[now - lookback, now)``.
-        """
-        budget = 1.0 - self.slo
-        for window in self.windows:
-            long, short = counts[window.long], counts[window.short]
-            if long.total < self.min_requests or short.total == 0:
-                continue
-            long_burn = long.errors / long.total / budget
-            short_burn = short.errors / short.total / budget
-            if long_burn < window.burn_rate or short_burn < window.burn_rate:
-                continue
-            return Alert(
-                name=ERROR_SPIKE,
-                labels={"project": project, "service": service},
-                summary=(
-                    f"{service}: {long.errors / long.total:.1%} of {long.total:,} LLM calls failed in the last "
-                    f"{_fmt(window.long)} (error budget {budget:.2%}, burning {long_burn:.1f}x)"
-                ),
-                since=now - window.short,
-                numbers={
-                    "error_rate": long.errors / long.total,
-                    "requests": float(long.total),
-                    "errors": float(long.errors),
-                    "transient_errors": float(long.transient),
-                    "logic_errors": float(long.logic),
-                    "burn_rate_long": long_burn,
-                    "burn_rate_short": short_burn,
-                    "slo": self.slo,
-                },
-                details=(
-                    f"{long.transient:,} transient (timeouts, 429, 5xx) and {long.logic:,} logic errors (4xx, "
-                    f"validation). Burn {long_burn:.1f}x over {_fmt(window.long)} and {short_burn:.1f}x over "
-                    f"{_fmt(window.short)} (threshold {window.burn_rate}x)."
-                    + most_affected(top_labels or {})
-                ),
-                link="/traces?" + urlencode({"service": service, "status": "error"}),
+        if not 0.0 < self.outage_ratio < 1.0:
+            raise ValueError(
+                f"The 'outage_ratio' parameter of ErrorRateRule must be in (0, 1); got {self.outage_ratio!r}."
             )
-        return None
+        if self.creep_factor <= self.hold_factor or self.hold_factor <= 1.0:
+            raise ValueError("ErrorRateRule needs creep_factor > hold_factor > 1; got "
+                             f"{self.creep_factor!r} and {self.hold_factor!r}.")
+
+    def usual(self, daily_ratios: list[float]) -> float:
+        """The usual error ratio from the last days' ratios (the budget without two of them)."""
+        usual = float(np.median(daily_ratios)) if len(daily_ratios) >= 2 else 1.0 - self.slo
+        return max(usual, self.min_usual)
+
+    def evaluate(self, project: str, service: str, w: ServiceWindow, usual: float, now: datetime,
+                 top_labels: dict[str, str] | None = None) -> Verdict | None:
+        """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes."""
+        calls, errors = w.calls.astype(float), w.errors.astype(float)
+        if calls[-10 * _PER_MINUTE:].sum() == 0:
+            return None
+        labels = {"project": project, "service": service}
+        five = slice(-5 * _PER_MINUTE, None)
+        n5, e5 = calls[five].sum(), errors[five].sum()
+        kind, first = None, 0
+        if e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha and _spread(errors[five]):
+            kind, first = "outage", _onset(calls, errors, self.outage_ratio)
+        else:
+            capped = _capped_minutes(calls, errors, usual)
+            n60, e60 = calls.sum(), capped.sum()
+            recent_n, recent_e = calls[-15 * _PER_MINUTE:].sum(), capped[-15:].sum()
+            if (e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
+                    and recent_e >= self.creep_factor * usual * recent_n):
+                minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+                kind, first = "creep", _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
+        if kind is None:
+            n10 = calls[-10 * _PER_MINUTE:].sum()
+            e10 = _capped_minutes(calls, errors, usual)[-10:].sum()
+            held = e10 >= self.hold_factor * usual * n10 or (n5 and e5 / n5 >= 0.10)
+            return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
+        since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
+        return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now, top_labels or {}))
+
+    def _alert(self, kind: str, labels: dict[str, str], w: ServiceWindow, usual: float, since: datetime,
+               now: datetime, top_labels: dict[str, str]) -> Alert:
+        start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
+        n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
+        ratio = e / n if n else 0.0
+        service = labels["service"]
+        what = "outage" if kind == "outage" else "error rate creeping up"
+        return Alert(
+            name=ERROR_SPIKE, labels=labels,
+            summary=(f"{service}: {what}, {ratio:.1%} of {n:,} LLM calls failed since {since:%H:%M} UTC "
+                     f"({ratio / usual:.0f}x the usual {usual:.2%})"),
+            since=since,
+            numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(n), "errors": float(e),
+                     "transient_errors": float(tr), "logic_errors": float(e - tr)},
+            details=(f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation)."
+                     + most_affected(top_labels)),
+            link="/traces?" + urlencode({"service": service, "status": "error"}),
+        )
 
 
-def most_affected(top_labels: Mapping[str, str]) -> str:
+def most_affected(top_labels: dict[str, str]) -> str:
     """The alert body's sentence naming the tenant, model, ... with the most errors."""
     return "".join(f" Most affected {k}: {v}." for k, v in top_labels.items())
 
 
-def _fmt(delta: timedelta) -> str:
-    minutes = int(delta.total_seconds() // 60)
-    return f"{minutes // 60} h" if minutes % 60 == 0 else f"{minutes} min"
+def _tail(k: float, n: float, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    from scipy.stats import binom  # the alert job's thread already loads SciPy; the app's import does not
+
+    return float(binom.sf(k - 1, int(n), p))
+
+
+def _spread(errors: np.ndarray) -> bool:
+    """No 3 minutes of the window hold more than 80% of its errors (a burst, under 3 minutes
+    with its retries, holds nearly all; an outage of 5 minutes spreads over the window)."""
+    width = 180 // BUCKET_S
+    sums = np.convolve(errors, np.ones(width), mode="valid")
+    return bool(sums.max() <= 0.8 * errors.sum())
+
+
+def _capped_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> np.ndarray:
+    """Errors per minute, each capped at 1 + 10 x usual x calls of that minute."""
+    minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+    minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
+    return np.minimum(minute_errors, 1 + np.floor(10 * usual * minute_calls))
+
+
+def _onset(calls: np.ndarray, errors: np.ndarray, ratio: float, width: int = _PER_MINUTE) -> int:
+    """Index of the first bucket of the breach: the start of the longest stretch up to now whose
+    ratio is at least ``ratio``, moved forward to where the next ``width`` buckets reach it too
+    (so the normal minute before an outage is not its first)."""
+    n, e = np.cumsum(calls[::-1]), np.cumsum(errors[::-1])
+    ok = (e >= ratio * n) & (n > 0)
+    start = len(calls) - 1 - (int(np.nonzero(ok)[0].max()) if ok.any() else 0)
+    while start < len(calls) - 1 and (
+        errors[start] == 0 or errors[start:start + width].sum() < ratio * calls[start:start + width].sum()
+    ):
+        start += 1
+    return start

@@ -5,7 +5,6 @@ store; a singleton process beside stateless collectors on a ClickHouse cluster).
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
@@ -16,9 +15,10 @@ from ..store import clickhouse_time as _ts
 from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._digest import DIGEST, build_digest, projects_active
-from ._error_rate import Counts, ErrorRateRule, most_affected
-from ._model import Alert, fingerprint
-from ._queue import DepthSample, QueueRule
+from ._error_rate import ErrorRateRule
+from ._model import BREACH, CLEAR, Alert, Verdict, fingerprint
+from ._queue import QueueRule
+from ._rules import CostRules, ErrorRule, queue_verdicts
 from ._state import AlertState, Event, transition
 
 logger = logging.getLogger("infersight.alerts")
@@ -32,6 +32,7 @@ class EvaluatorConfig:
     queue_rule: QueueRule = field(default_factory=QueueRule)
     cost_rule: CostRule = field(default_factory=CostRule)
     repeat_interval: timedelta = timedelta(hours=4)
+    clear_for: timedelta = timedelta(minutes=2)
 
 
 @dataclass
@@ -77,119 +78,22 @@ class Evaluator:
         self.notifiers = list(notifiers)
         self.config = config or EvaluatorConfig()
         self.clock = clock
-        self._cost_cache: tuple[datetime, list[Alert]] | None = None
+        self._errors = ErrorRule(self.config.error_rule)
+        self._costs = CostRules(self.config.cost_rule)
+        self._clear_since: dict[str, datetime] = {}
 
-    # -- rules -------------------------------------------------------------------------------
+    def verdicts(self, now: datetime) -> list[Verdict]:
+        """Every rule's verdicts at ``now`` (reads the store; no side effects beyond caches)."""
+        return (self._errors.verdicts(self.store, now) + queue_verdicts(self.store, self.config.queue_rule, now)
+                + self._costs.verdicts(self.store, now))
 
-    def error_alerts(self, now: datetime) -> list[Alert]:
-        rule = self.config.error_rule
-        lookbacks = rule.lookbacks()
-        columns, params = [], {"now": _ts(now), "oldest": _ts(now - max(lookbacks))}
-        for i, lookback in enumerate(lookbacks):
-            params[f"s{i}"] = _ts(now - lookback)
-            since = f"ts >= {{s{i}:{_DT}}}"
-            columns.append(
-                f"countIf({since}) AS t{i}, countIf({since} AND status = 'error') AS e{i}, "
-                f"countIf({since} AND status = 'error' AND error_class = 'transient') AS tr{i}, "
-                f"countIf({since} AND status = 'error' AND error_class != 'transient') AS lo{i}"
-            )
-        rows = self.store.query(
-            # The error budget is of LLM calls (the span contract): a RAG request's retrieval and
-            # rerank spans would dilute an outage's error rate.
-            f"SELECT project, service, {', '.join(columns)} FROM llm_spans"
-            f" WHERE kind = 'llm' AND ts >= {{oldest:{_DT}}} AND ts < {{now:{_DT}}} GROUP BY project, service",
-            params,
-        )
-        alerts = []
-        for row in rows:
-            counts = {
-                lb: Counts(int(row[f"t{i}"]), int(row[f"e{i}"]), int(row[f"tr{i}"]), int(row[f"lo{i}"]))
-                for i, lb in enumerate(lookbacks)
-            }
-            alert = rule.evaluate(row["project"], row["service"], counts, now)
-            if alert is not None:
-                top = self._top_error_labels(row["project"], row["service"], now - min(lookbacks), now)
-                alerts.append(replace(alert, details=alert.details + most_affected(top)))
-        return alerts
-
-    def _top_error_labels(self, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:
-        out = {}
-        for column in ("tenant", "model"):
-            rows = self.store.query(
-                f"SELECT {column} AS value, count() AS n FROM llm_spans"
-                f" WHERE project = {{project:String}} AND service = {{service:String}} AND status = 'error'"
-                " AND kind = 'llm'"
-                f" AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}} GROUP BY value ORDER BY n DESC LIMIT 1",
-                {"project": project, "service": service, "start": _ts(start), "end": _ts(end)},
-            )
-            if rows and rows[0]["value"]:
-                out[column] = f"{rows[0]['value']} ({rows[0]['n']} errors)"
-        return out
-
-    def queue_alerts(self, now: datetime) -> list[Alert]:
-        rule = self.config.queue_rule
-        params = {"now": _ts(now), "since": _ts(now - max(rule.window, rule.silent_after) - timedelta(hours=1))}
-        rows = self.store.query(
-            "SELECT project, service, queue, toString(ts) AS at, depth, oldest_age_s FROM queue_depth"
-            f" WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}} ORDER BY project, service, queue, ts",
-            params,
-        )
-        series: dict[tuple[str, str, str], list[DepthSample]] = defaultdict(list)
-        for row in rows:
-            series[(row["project"], row["service"], row["queue"])].append(
-                DepthSample(_parse_ts(row["at"]), float(row["depth"]), row["oldest_age_s"])
-            )
-        return [a for (p, s, q), samples in series.items() if (a := rule.evaluate(p, s, q, samples, now))]
-
-    def cost_alerts(self, now: datetime) -> list[Alert]:
-        current = now.replace(minute=0, second=0, microsecond=0)
-        if self._cost_cache and self._cost_cache[0] == current:
-            return self._cost_cache[1]  # hourly rule: nothing changes until the next hour completes
-        rule = self.config.cost_rule
-        rows = self.store.query(
-            "SELECT project, tenant, toString(toStartOfHour(ts)) AS hour, sum(ifNull(cost_usd, 0)) AS cost"
-            f" FROM llm_spans WHERE ts >= {{since:{_DT}}} AND ts < {{current:{_DT}}}"
-            " GROUP BY project, tenant, hour",
-            {"since": _ts(current - rule.history), "current": _ts(current)},
-        )
-        hourly: dict[tuple[str, str], dict[datetime, float]] = defaultdict(dict)
-        for row in rows:
-            hourly[(row["project"], row["tenant"])][_parse_ts(row["hour"])] = float(row["cost"])
-        alerts = []
-        for (project, tenant), costs in hourly.items():
-            alert, verdicts = rule.evaluate(project, tenant, costs, now)
-            if alert is not None:
-                bad = [v.hour for v in verdicts if v.anomalous]
-                alerts.append(replace(alert, details=self._cost_drivers(project, tenant, bad)))
-        self._cost_cache = (current, alerts)
-        return alerts
-
-    def _cost_drivers(self, project: str, tenant: str, hours: list[datetime]) -> str:
-        """Which routes, models and users carried the excess: spend in the anomalous hours
-        against the same hours a week earlier."""
-        parts = []
-        for column in ("route", "model", "user_id"):
-            rows = self.store.query(
-                f"SELECT {column} AS value,"
-                " sumIf(ifNull(cost_usd, 0), toUnixTimestamp(toStartOfHour(ts)) IN {hours:Array(UInt32)}) AS now_usd,"
-                " sumIf(ifNull(cost_usd, 0),"
-                " toUnixTimestamp(toStartOfHour(ts)) IN {before:Array(UInt32)}) AS before_usd"
-                " FROM llm_spans WHERE project = {project:String} AND tenant = {tenant:String}"
-                f" AND ts >= {{start:{_DT}}} GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
-                {
-                    "project": project, "tenant": tenant,
-                    "hours": [int(h.timestamp()) for h in hours],
-                    "before": [int((h - timedelta(weeks=1)).timestamp()) for h in hours],
-                    "start": _ts(min(hours) - timedelta(weeks=1)),
-                },
-            )
-            drivers = [
-                f"{r['value'] or '(none)'} ${float(r['now_usd']):,.2f} (${float(r['before_usd']):,.2f} a week earlier)"
-                for r in rows if float(r["now_usd"]) > float(r["before_usd"])
-            ]
-            if drivers:
-                parts.append(f"{column.replace('_id', '')}s: " + "; ".join(drivers))
-        return "Excess driven by " + " | ".join(parts) + "." if parts else ""
+    def _lasting_clears(self, verdicts: list[Verdict], now: datetime) -> set[str]:
+        """Fingerprints clear for at least ``clear_for``: a single quiet minute inside an incident
+        must not resolve it (and page again a minute later). Kept in memory: after a restart a
+        resolve waits ``clear_for`` again, which only delays it."""
+        clear = {v.alert.fingerprint for v in verdicts if v.state == CLEAR}
+        self._clear_since = {fp: self._clear_since.get(fp, now) for fp in clear}
+        return {fp for fp, since in self._clear_since.items() if now - since >= self.config.clear_for}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -215,8 +119,10 @@ class Evaluator:
         now = now or self.clock()
         self._sample_own_queue(now)
         self._run_windowed(now)
-        active = self.error_alerts(now) + self.queue_alerts(now) + self.cost_alerts(now)
-        updates, events = transition(active, self._stored(), now, self.config.repeat_interval)
+        verdicts = self.verdicts(now)
+        active = [v.alert for v in verdicts if v.state == BREACH]
+        updates, events = transition(verdicts, self._stored(), now, self.config.repeat_interval,
+                                     self._lasting_clears(verdicts, now))
         delivered, errors = self._deliver(events)
         # Delivered anywhere counts as notified: retrying every channel because one failed would
         # page twice on the others. With no channel at all, the history is the notification.

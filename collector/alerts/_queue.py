@@ -1,9 +1,16 @@
-"""Queues that do not drain, from depth samples (the SDK's ``watch_queue`` and the collector's spool).
+"""Queues that do not drain, per reporting instance (the SDK's ``watch_queue``, the collector's spool).
 
-Over the window the depth never reaches zero AND either it never changes (stalled: nothing is
-dequeued) or it never falls (growing); or the oldest item is older than a limit. A busy queue
-that goes up and down, even at a high level, is draining and stays quiet. A queue whose samples
-stop arriving is reported separately: silence must not look like health.
+Each (service, queue, instance) is its own series: three replicas reporting the same queue name
+are three queues, so one stalled replica is not averaged away by two healthy ones.
+
+Breach: over the last ``window`` the depth never reached zero and never fell between two
+samples (stalled if flat, growing if not), or the oldest item is older than
+``max_oldest_age_s``. A sawtooth (batches in, consumers draining them) falls between samples
+every few minutes, even at a high level, and stays quiet. Hold: a firing alert stays until the
+depth falls again and the oldest item is younger than half the limit (or the queue is empty), so
+an age hovering around the limit pages once. A series whose samples stop arriving gets its own
+alert (``QueueStoppedReporting``, from ``silent_after``), and its not-draining alert neither
+fires nor resolves while it is silent: silence is not health.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from urllib.parse import urlencode
 
-from ._model import QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert
+from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,51 +33,66 @@ class DepthSample:
 
 @dataclass(frozen=True, slots=True)
 class QueueRule:
-    window: timedelta = timedelta(minutes=10)
-    min_samples: int = 10
+    window: timedelta = timedelta(minutes=7)
+    min_samples: int = 5
     max_oldest_age_s: float = 900.0
     silent_after: timedelta = timedelta(minutes=5)
 
     def evaluate(
-        self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime
-    ) -> Alert | None:
-        """``samples`` in time order, covering at least the window before ``now``."""
+        self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime,
+        instance: str = "",
+    ) -> list[Verdict]:
+        """The verdicts on one series; ``samples`` in time order (the last ones before ``now``)."""
         labels = {"project": project, "service": service, "queue": queue}
+        if instance:
+            labels["instance"] = instance
+        where = f"queue {queue} of {service}" + (f" on {instance}" if instance else "")
         link = "/latency?" + urlencode({"service": service, "queue": queue})
-        if samples and now - samples[-1].ts > self.silent_after:
-            return Alert(
-                name=QUEUE_SILENT, labels=labels,
-                summary=f"queue {queue} of {service} stopped reporting {_ago(now - samples[-1].ts)} ago",
-                since=samples[-1].ts, numbers={"last_depth": samples[-1].depth}, link=link,
-            )
+        if not samples:
+            return []
+        last = samples[-1]
+        if now - last.ts > self.silent_after:
+            silent = Alert(QUEUE_SILENT, labels, f"{where} stopped reporting {_ago(now - last.ts)} ago",
+                           since=last.ts, numbers={"last_depth": last.depth}, link=link)
+            return [Verdict(BREACH, silent)]  # and nothing on draining: no data
+        out = [Verdict(CLEAR, Alert(QUEUE_SILENT, labels, "", now))]
         recent = [s for s in samples if s.ts >= now - self.window]
-        if not recent:
-            return None
-        oldest = recent[-1].oldest_age_s
-        if oldest is not None and oldest > self.max_oldest_age_s and recent[-1].depth > 0:
-            return Alert(
-                name=QUEUE_NOT_DRAINING, labels=labels,
-                summary=f"queue {queue} of {service}: oldest item waiting {_ago(timedelta(seconds=oldest))}",
-                since=now - timedelta(seconds=oldest),
-                numbers={"depth": recent[-1].depth, "oldest_age_s": oldest, "limit_s": self.max_oldest_age_s},
+        draining = Alert(QUEUE_NOT_DRAINING, labels, "", now)
+        age = last.oldest_age_s
+        if age is not None and age > self.max_oldest_age_s and last.depth > 0:
+            return [*out, Verdict(BREACH, Alert(
+                QUEUE_NOT_DRAINING, labels, f"{where}: oldest item waiting {_ago(timedelta(seconds=age))}",
+                since=now - timedelta(seconds=age - self.max_oldest_age_s),
+                numbers={"depth": last.depth, "oldest_age_s": age, "limit_s": self.max_oldest_age_s},
                 details="The oldest item is older than the limit: the consumer is not keeping up or is stuck.",
                 link=link,
-            )
-        if len(recent) < self.min_samples or min(s.depth for s in recent) <= 0:
-            return None
+            ))]
         depths = [s.depth for s in recent]
-        stalled = all(d == depths[0] for d in depths)
-        growing = all(b >= a for a, b in pairwise(depths)) and depths[-1] > depths[0]
-        if not (stalled or growing):
-            return None
-        how = "stalled (nothing dequeued)" if stalled else f"growing ({depths[0]:,.0f} -> {depths[-1]:,.0f})"
+        never_empty = bool(depths) and min(depths) > 0
+        never_fell = all(b >= a for a, b in pairwise(depths))
+        if len(recent) >= self.min_samples and never_empty and never_fell:
+            return [*out, Verdict(BREACH, self._not_draining(labels, where, samples, link))]
+        young = age is None or age < self.max_oldest_age_s / 2
+        recovered = last.depth == 0 or (not never_fell and young)
+        return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
+
+    def _not_draining(self, labels: dict[str, str], where: str, samples: Sequence[DepthSample],
+                      link: str) -> Alert:
+        # the run of samples without a fall, back to where it began: the first breaching minute
+        start = len(samples) - 1
+        while start > 0 and samples[start - 1].depth <= samples[start].depth and samples[start - 1].depth > 0:
+            start -= 1
+        first, last = samples[start], samples[-1]
+        stalled = first.depth == last.depth
+        how = "stalled (nothing dequeued)" if stalled else f"growing ({first.depth:,.0f} -> {last.depth:,.0f})"
+        numbers = {"depth": last.depth, "depth_at_start": first.depth, "samples": float(len(samples) - start)}
+        if last.oldest_age_s is not None:
+            numbers["oldest_age_s"] = last.oldest_age_s
         return Alert(
             name=QUEUE_NOT_DRAINING, labels=labels,
-            summary=f"queue {queue} of {service} is {how} for {_ago(self.window)}",
-            since=recent[0].ts,
-            numbers={"depth": depths[-1], "depth_at_start": depths[0], "samples": float(len(recent)),
-                     **({"oldest_age_s": oldest} if oldest is not None else {})},
-            details=f"Depth never reached zero in {len(recent)} samples over {_ago(self.window)}.",
+            summary=f"{where} is {how} since {first.ts:%H:%M} UTC",
+            since=first.ts, numbers=numbers,
+            details=f"Depth never fell and never reached zero in {len(samples) - start} samples.",
             link=link,
         )
 

@@ -10,6 +10,7 @@ from .._settings import Settings
 from ..spool import Spool
 from ..store import Store
 from ._channels import AlertmanagerNotifier, Notifier, SlackNotifier, WebhookNotifier
+from ._cost import CostRule
 from ._error_rate import ErrorRateRule
 from ._evaluator import Evaluator, EvaluatorConfig
 
@@ -29,6 +30,15 @@ def notifiers_from(settings: Settings) -> list[Notifier]:
     return out
 
 
+def config_from(settings: Settings) -> EvaluatorConfig:
+    """The rules' parameters that the collector's settings (and CLI flags) set."""
+    return EvaluatorConfig(
+        error_rule=ErrorRateRule(slo=settings.slo),
+        cost_rule=CostRule(ratio=settings.cost_ratio, min_excess_share=settings.cost_min_excess_share,
+                           min_excess_usd=settings.cost_min_excess_usd),
+    )
+
+
 def evaluator_from(settings: Settings, store: Store, spool: Spool) -> Evaluator:
     """The evaluator for ``settings``; the app's scheduler runs it every evaluation interval.
 
@@ -45,7 +55,7 @@ def evaluator_from(settings: Settings, store: Store, spool: Spool) -> Evaluator:
     evaluator = Evaluator(
         store,
         notifiers_from(settings),
-        EvaluatorConfig(error_rule=ErrorRateRule(slo=settings.slo)),
+        config_from(settings),
         own_queue=(COLLECTOR_PROJECT, spool_depth),
         digest_hour_utc=settings.digest_hour_utc,
         # Excess input priced as the spans are: with the SDK's genai-prices rates.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ._model import Alert
+from ._model import BREACH, CLEAR, HOLD, Alert, Verdict
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -50,28 +50,38 @@ class Event:
 
 
 def transition(
-    active: list[Alert], stored: dict[str, AlertState], now: datetime, repeat_interval: timedelta
+    verdicts: list[Verdict], stored: dict[str, AlertState], now: datetime, repeat_interval: timedelta,
+    resolvable: set[str] | None = None,
 ) -> tuple[list[AlertState], list[Event]]:
-    """New states to store and events to send, given the active alerts and the stored states."""
+    """New states to store and events to send, given this evaluation's verdicts and the stored states.
+
+    A BREACH fires a new alert (or refreshes a firing one); a HOLD only refreshes a firing one; a
+    firing alert resolves only on a CLEAR verdict, and only if its fingerprint is in ``resolvable``
+    (``None``: every clear one), which lets the caller ask for a clear that lasts. A firing alert
+    without a verdict (its signal stopped arriving) stays firing.
+    """
     updates: list[AlertState] = []
     events: list[Event] = []
-    seen: set[str] = set()
-    for alert in active:
+    for verdict in verdicts:
+        alert = verdict.alert
         fp = alert.fingerprint
-        seen.add(fp)
         old = stored.get(fp)
-        if old is None or old.status != FIRING:
+        firing = old is not None and old.status == FIRING
+        if verdict.state == BREACH and not firing:
             state = AlertState.firing(alert, now)
             updates.append(state)
             events.append(Event(FIRING, state))
-            continue
-        state = replace(old, summary=alert.summary, details=alert.details, numbers=dict(alert.numbers), link=alert.link)
-        due = old.last_notified_at is None or now - old.last_notified_at >= repeat_interval
-        updates.append(state)
-        if due:
-            events.append(Event("repeat", state))
-    for fp, old in stored.items():
-        if old.status == FIRING and fp not in seen:
+        elif verdict.state in (BREACH, HOLD) and old is not None and firing:
+            # a hold keeps the text the alert fired with; a breach refreshes its numbers
+            state = old if verdict.state == HOLD else replace(
+                old, summary=alert.summary, details=alert.details, numbers=dict(alert.numbers), link=alert.link
+            )
+            due = old.last_notified_at is None or now - old.last_notified_at >= repeat_interval
+            if state is not old or due:
+                updates.append(state)
+            if due:
+                events.append(Event("repeat", state))
+        elif verdict.state == CLEAR and old is not None and firing and (resolvable is None or fp in resolvable):
             state = replace(old, status=RESOLVED, ends_at=now)
             updates.append(state)
             events.append(Event(RESOLVED, state))

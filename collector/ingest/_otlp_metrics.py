@@ -19,6 +19,17 @@ from ._otlp import PROTOBUF
 QUEUE_DEPTH = "infersight.queue.depth"
 QUEUE_OLDEST_AGE = "infersight.queue.oldest_age"
 QUEUE_NAME = "infersight.queue.name"
+# Which process reported a sample, first present wins: replicas of one service report the same
+# queue name, and merging them would hide one stalled replica behind the others.
+_INSTANCE_KEYS = ("service.instance.id", "k8s.pod.name")
+
+
+def _instance(attributes: dict[str, str]) -> str:
+    for key in _INSTANCE_KEYS:
+        if attributes.get(key):
+            return attributes[key]
+    host, pid = attributes.get("host.name", ""), attributes.get("process.pid", "")
+    return f"{host}/{pid}" if host and pid else host
 
 
 def parse_metrics(body: bytes, media: str) -> ExportMetricsServiceRequest:
@@ -43,18 +54,17 @@ def queue_rows(
     *,
     window: IngestWindow | None = None,
 ) -> list[dict[str, Any]]:
-    """One ``queue_depth`` row per (service, queue, timestamp), depth and oldest age merged.
+    """One ``queue_depth`` row per (service, instance, queue, timestamp), depth and oldest age merged.
 
     Points with no time, or a time outside ``window``, are left out (and why is appended to
     ``rejected``): stored, they would fail the insert and the exporter would resend them forever.
     """
     window = window or IngestWindow()
     earliest, latest = window.bounds_ns()
-    merged: dict[tuple[str, str, int], dict[str, Any]] = {}
+    merged: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     for resource_metrics in request.resource_metrics:
-        service = next(
-            (kv.value.string_value for kv in resource_metrics.resource.attributes if kv.key == "service.name"), ""
-        )
+        resource = {kv.key: _text(kv.value) for kv in resource_metrics.resource.attributes}
+        service, instance = resource.get("service.name", ""), _instance(resource)
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 if metric.name not in (QUEUE_DEPTH, QUEUE_OLDEST_AGE) or metric.WhichOneof("data") != "gauge":
@@ -69,9 +79,9 @@ def queue_rows(
                             )
                         continue
                     value = point.as_double if point.WhichOneof("value") == "as_double" else float(point.as_int)
-                    key = (service, queue, point.time_unix_nano)
+                    key = (service, instance, queue, point.time_unix_nano)
                     row = merged.setdefault(key, {
-                        "project": project, "service": service, "queue": queue,
+                        "project": project, "service": service, "queue": queue, "instance": instance,
                         "ts": f"{point.time_unix_nano // 10**9:010d}.{point.time_unix_nano % 10**9 // 10**6:03d}",
                         "depth": 0.0, "oldest_age_s": None,
                     })
@@ -79,4 +89,7 @@ def queue_rows(
     return list(merged.values())
 
 
-
+def _text(value: Any) -> str:
+    """An attribute's value as text (process.pid is an int)."""
+    kind = value.WhichOneof("value")
+    return "" if kind is None else str(getattr(value, kind))

@@ -85,3 +85,25 @@ def test_digest_goes_out_once_a_day_without_paging(store):
         assert "30 calls" in alert["annotations"]["summary"]
     finally:
         receiver.stop()
+
+
+def test_digest_shows_each_services_error_rate_against_the_day_and_week_before(store):
+    project = "digest-services"
+
+    def calls(day, service, n, every):
+        start = datetime(day.year, day.month, day.day, 9, tzinfo=timezone.utc)
+        return [{"project": project, "ts": (start + timedelta(seconds=i)).strftime("%Y-%m-%d %H:%M:%S"),
+                 "service": service, "operation": "chat", "status": "error" if i % every == 0 else "ok"}
+                for i in range(n)]
+
+    spans = calls(DAY, "rag", 1000, 40) + calls(DAY - timedelta(days=1), "rag", 1000, 100)
+    spans += calls(DAY - timedelta(days=7), "rag", 1000, 100) + calls(DAY, "steady", 500, 100)
+    spans += calls(DAY - timedelta(days=1), "steady", 500, 100)
+    store.insert("llm_spans", encode_rows(spans))
+    digest = build_digest(store, project, DAY)
+    rag, steady = digest.service_errors
+    assert (rag["service"], rag["error_rate"], rag["day_before"], rag["week_before"], rag["up"]) == (
+        "rag", 0.025, 0.01, 0.01, True)
+    assert steady["up"] is False and steady["week_before"] is None
+    assert "Error rate up (under the pager): rag 2.50% (1.00% the day before, 1.00% a week before)" in digest.lines()
+    assert "rag ▲" in digest.html()

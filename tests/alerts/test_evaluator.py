@@ -92,10 +92,11 @@ def test_error_spike_pages_once_survives_restart_and_resolves(store, receiver):
     # (Only this project's: other tests' alerts in the shared store may resolve meanwhile.)
     assert len([b for b in receiver.bodies("/hook") if mine(b["alerts"], project)]) == 1
 
-    # the failures age out of the windows: resolved, with a notification
+    # the failures age out of the windows: resolved once the clear has lasted, with a notification
     later = NOW + timedelta(minutes=45)
-    store.insert("llm_spans", encode_rows(span_rows(project, "checkout", NOW, 45, 30, 0.0, seed=2)))
-    resolved = [e for e in restarted.run_once(later).events if e.state.project == project]
+    store.insert("llm_spans", encode_rows(span_rows(project, "checkout", NOW, 47, 30, 0.0, seed=2)))
+    assert [e for e in restarted.run_once(later).events if e.state.project == project] == []
+    resolved = [e for e in restarted.run_once(later + timedelta(minutes=2)).events if e.state.project == project]
     assert [e.kind for e in resolved] == ["resolved"]
     assert receiver.bodies("/hook")[-1]["status"] == "resolved"
 
@@ -146,25 +147,29 @@ def test_stalled_queue_pages_and_draining_queue_does_not(store):
     assert [(a.name, a.labels["queue"]) for a in active] == [("QueueNotDraining", "stuck")]
 
 
-def test_cost_anomaly_names_the_route_that_drove_it(store):
+def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
+    # Two tenants on sales.email, one also on support.answer, a span every 5 minutes for three
+    # weeks; for the last two hours sales.email costs 4x. The route pages; each tenant's excess is
+    # that route's, so no tenant pages a second time. (Rows are LLM calls: cost is of kind 'llm'.)
     project = "alerts-cost"
-    current = NOW.replace(minute=0)
     rows = []
-    hour = current - timedelta(weeks=4)
-    while hour < current:
-        spike = hour >= current - timedelta(hours=2)
-        for route, usd in (("support.answer", 2.0), ("sales.email", 1.0)):
+    at = NOW - timedelta(weeks=3)
+    while at < NOW:
+        spike = at >= NOW - timedelta(hours=2)
+        for tenant, route, usd in (("acme", "support.answer", 0.2), ("acme", "sales.email", 0.1),
+                                   ("globex", "sales.email", 0.1)):
             usd = usd * (4 if spike and route == "sales.email" else 1)
-            rows.append({"project": project, "ts": ts(hour + timedelta(minutes=7)), "service": "app", "tenant": "acme",
-                         "route": route, "model": "gpt-4o", "user_id": "u-1", "cost_usd": usd, "status": "ok"})
-        hour += timedelta(hours=1)
+            rows.append({"project": project, "ts": ts(at), "service": "app", "tenant": tenant, "route": route,
+                         "model": "gpt-4o", "operation": "chat", "user_id": "u-1", "cost_usd": usd, "status": "ok"})
+        at += timedelta(minutes=5)
     store.insert("llm_spans", encode_rows(rows))
     active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
-    assert [a.name for a in active] == ["CostAnomaly"]
+    assert [(a.name, a.labels) for a in active] == [("CostAnomaly", {"project": project, "route": "sales.email"})]
     alert = active[0]
-    assert alert.labels["tenant"] == "acme"
-    assert alert.numbers["excess_usd"] == pytest.approx(6.0)
-    assert alert.details.startswith("Excess driven by routes: sales.email $8.00 ($2.00 a week earlier)")
+    assert alert.numbers["cost_usd"] == pytest.approx(9.6) and alert.numbers["baseline_usd"] == pytest.approx(2.4)
+    assert alert.details.startswith("Excess driven by tenants: ")
+    assert "acme $4.80 ($1.20 a week earlier)" in alert.details and "globex $4.80" in alert.details
+    assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 
 
 def test_the_evaluator_runs_the_windowed_detectors_once_per_minute(store):

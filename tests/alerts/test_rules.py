@@ -1,188 +1,225 @@
-"""The three paging rules replayed over synthetic weeks with the clock under test control."""
+"""The paging rules as pure functions: outages, creeps and bursts; queues per instance; seasonal
+cost baselines. Each case is a short synthetic series with the clock under test control."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
-from infersight.collector.alerts._cost import CostRule
-from infersight.collector.alerts._error_rate import ErrorRateRule
-from infersight.collector.alerts._queue import DepthSample, QueueRule
+import numpy as np
+import pytest
 
-from .synthetic import START, hourly_cost, minute_traffic
+from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
+from infersight.collector.alerts._error_rate import BUCKETS, ServiceWindow
+from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
+from infersight.collector.alerts._queue import DepthSample
 
-
-def replay_error_rule(traffic, rule, start, end, step=timedelta(minutes=1)):
-    """Times at which the rule's alert is active."""
-    active = []
-    now = start
-    while now <= end:
-        counts = {lb: traffic.counts(now, lb) for lb in rule.lookbacks()}
-        if rule.evaluate("p", "svc", counts, now):
-            active.append(now)
-        now += step
-    return active
+T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)  # a Wednesday
 
 
-def test_normal_week_never_pages():
-    traffic = minute_traffic(7.5, seed=11)
-    rule = ErrorRateRule()
-    assert replay_error_rule(
-        traffic, rule, START + timedelta(hours=6), START + timedelta(days=7.5), timedelta(minutes=5)
-    ) == []
+def traffic(minutes: int, per_minute: float, ratio, seed: int = 0):
+    """Per-10 s buckets of calls and errors for ``minutes``; ``ratio(m)`` is minute m's error ratio
+    (fractional minutes allowed, for bursts)."""
+    rng = np.random.default_rng(seed)
+    calls = rng.poisson(per_minute / 6, minutes * 6).astype(float)
+    errors = np.array([rng.binomial(int(c), ratio(i / 6)) for i, c in enumerate(calls)], dtype=float)
+    return calls, errors
 
 
-def test_a_few_failures_at_night_do_not_page():
-    night = START + timedelta(days=2, hours=3)
-
-    def rate(t):
-        return 0.5 if night <= t < night + timedelta(minutes=3) else 0.0
-
-    traffic = minute_traffic(3, base=2.0, error_rate=rate, seed=3)  # ~1 request a minute at night
-    assert replay_error_rule(traffic, ErrorRateRule(), night, night + timedelta(hours=2)) == []
-
-
-def test_provider_outage_pages_within_five_minutes_and_resolves_after():
-    onset = START + timedelta(days=2, hours=14)
-    end = onset + timedelta(minutes=40)
-
-    def rate(t):
-        return 0.95 if onset <= t < end else 0.002
-
-    traffic = minute_traffic(3, error_rate=rate, seed=5)
-    active = replay_error_rule(traffic, ErrorRateRule(), onset - timedelta(hours=1), end + timedelta(hours=1))
-    assert active, "the outage never paged"
-    assert active[0] - onset <= timedelta(minutes=5)
-    # the 1 h pair clears 5 minutes after the end; the 6 h pair's 30-minute window holds a little longer
-    assert active[-1] - end <= timedelta(minutes=31)
-
-
-def test_tenfold_error_rate_pages_through_the_one_hour_window():
-    # From 1% to 10% errors at a 99% SLO: a 10x burn. Detection on the 1 h window takes
-    # 60 min x 14.4 / burn; the 6 h window pair also holds while it lasts.
-    onset = START + timedelta(days=2, hours=10)
-
-    def rate(t):
-        return 0.20 if onset <= t < onset + timedelta(hours=3) else 0.01
-
-    traffic = minute_traffic(3, error_rate=rate, seed=6)
-    rule = ErrorRateRule(slo=0.99)
-    active = replay_error_rule(traffic, rule, onset, onset + timedelta(hours=4), timedelta(minutes=2))
-    assert active and active[0] - onset <= timedelta(minutes=50)
-    assert replay_error_rule(traffic, rule, onset - timedelta(hours=12), onset, timedelta(minutes=10)) == []
-
-
-def test_alert_body_counts_transient_and_logic_errors():
-    from infersight.collector.alerts._error_rate import Counts
-
-    rule = ErrorRateRule()
-    counts = {lb: Counts(1000, 300, transient=250, logic=50) for lb in rule.lookbacks()}
-    alert = rule.evaluate("p", "checkout", counts, START, top_labels={"model": "gpt-4o"})
-    assert alert is not None
-    assert (alert.numbers["transient_errors"], alert.numbers["logic_errors"]) == (250, 50)
-    assert "250 transient" in alert.details and "Most affected model: gpt-4o" in alert.details
-    assert alert.labels == {"project": "p", "service": "checkout"}
-
-
-def samples(depths, start=START, every=timedelta(minutes=1), age=None):
-    return [DepthSample(start + i * every, d, age) for i, d in enumerate(depths)]
-
-
-def queue_alert(depths, **kw):
-    series = samples(depths, **kw)
-    return QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(seconds=30))
-
-
-def test_stalled_queue_pages():
-    alert = queue_alert([40] * 12)
-    assert alert is not None and "stalled" in alert.summary
-
-
-def test_growing_queue_pages():
-    alert = queue_alert([10 + 5 * i for i in range(12)])
-    assert alert is not None and "growing" in alert.summary
-
-
-def test_busy_but_draining_queue_is_quiet():
-    assert queue_alert([300, 280, 350, 310, 290, 400, 330, 320, 360, 300, 310, 305]) is None
-
-
-def test_queue_that_touches_zero_is_quiet():
-    assert queue_alert([5, 6, 7, 0, 8, 9, 10, 11, 12, 13, 14, 15]) is None
-
-
-def test_too_few_samples_do_not_page():
-    assert queue_alert([40] * 5) is None
-
-
-def test_old_oldest_item_pages_even_when_depth_moves():
-    alert = queue_alert([3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2], age=1800.0)
-    assert alert is not None and alert.numbers["oldest_age_s"] == 1800.0
-
-
-def test_queue_that_stops_reporting_is_reported():
-    series = samples([4] * 12)
-    alert = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(minutes=20))
-    assert alert is not None and alert.name == "QueueStoppedReporting"
-
-
-def cost_alerts(hourly, start, end, rule=CostRule()):
-    """Hours (evaluated at :05) at which the cost alert is active."""
+def verdicts(calls, errors, usual=0.01, rule=None, start=T0):
+    """The verdict at the end of every minute (each seeing the hour before it)."""
+    rule = rule or ErrorRateRule()
     out = []
-    now = start
-    while now <= end:
-        history = {h: c for h, c in hourly.items() if h < now.replace(minute=0)}
-        alert, _ = rule.evaluate("p", "acme", history, now)
-        if alert:
-            out.append((now, alert))
-        now += timedelta(hours=1)
+    for m in range(60, len(calls) // 6 + 1):
+        c, e = calls[(m - 60) * 6:m * 6], errors[(m - 60) * 6:m * 6]
+        now = start + timedelta(minutes=m)
+        out.append((m - 60, rule.evaluate("p", "svc", ServiceWindow(c, e, e), usual, now)))
     return out
 
 
-def test_usual_monday_peak_does_not_page():
-    hourly = hourly_cost(5, seed=4)
-    monday = START + timedelta(weeks=4)
-    assert cost_alerts(hourly, monday + timedelta(minutes=5), monday + timedelta(days=1)) == []
+def first_breach(results):
+    return next((m for m, v in results if v is not None and v.state == BREACH), None)
 
 
-def test_normal_weeks_never_page_once_three_weeks_of_history_exist():
-    # Verdicts only look back, so one pass over the history equals evaluating hour by hour.
-    # With less history the hour-of-day fallback cannot know that Mondays are busy.
-    for seed in (9, 10, 12):
-        hourly = hourly_cost(6, seed=seed)
-        verdicts = CostRule().verdicts(hourly, START + timedelta(weeks=6))
-        paging = [
-            later.hour for earlier, middle, later in zip(verdicts, verdicts[1:], verdicts[2:], strict=False)
-            if later.hour >= START + timedelta(weeks=3) and sum(v.anomalous for v in (earlier, middle, later)) >= 2
-        ]
-        assert paging == [], f"seed {seed}"
+@pytest.mark.parametrize("minutes", [6, 12, 30])
+def test_outage_of_20_percent_pages_within_five_minutes_whatever_its_length(minutes):
+    onset = 60 + 30  # minute 30 of the replayed hour+
+    calls, errors = traffic(180, 30, lambda m: 0.2 if onset <= m < onset + minutes else 0.01, seed=minutes)
+    results = verdicts(calls, errors)
+    first = first_breach(results)
+    assert first is not None and 0 < first - 30 <= 5
+    breach = dict(results)[first]
+    assert breach.alert.since == T0.replace(second=0) + timedelta(minutes=onset)  # its first minute
 
 
-def test_tripled_spend_for_two_hours_pages_and_names_the_numbers():
-    spike = START + timedelta(weeks=4, days=2, hours=14)  # a Wednesday afternoon
-    hourly = hourly_cost(5, seed=4, multiplier=lambda t: 3.0 if spike <= t < spike + timedelta(hours=2) else 1.0)
-    active = cost_alerts(hourly, spike, spike + timedelta(hours=6, minutes=5))
-    assert active, "a tripled spend did not page"
-    first_at, alert = active[0]
-    assert first_at <= spike + timedelta(hours=2, minutes=5)  # as soon as two complete hours are in
-    assert alert.labels == {"project": "p", "tenant": "acme"}
-    assert 2.5 <= alert.numbers["cost_usd"] / alert.numbers["baseline_usd"] <= 3.5
-    assert alert.since == spike
-    # resolves once two of the last three hours are normal again
-    assert all(at <= spike + timedelta(hours=3, minutes=5) for at, _ in active)
+def test_provider_bursts_with_retries_never_page():
+    # 2.5-minute bursts failing 90% of calls, two an hour (a busy day has three): each is short,
+    # and two in one hour are not a creep
+    def ratio(m):
+        return 0.9 if (m % 30) < 2.5 and m > 60 else 0.01
+
+    calls, errors = traffic(300, 30, ratio, seed=3)
+    results = verdicts(calls, errors)
+    assert first_breach(results) is None
 
 
-def test_anomalous_hours_stay_out_of_later_baselines():
-    spike = START + timedelta(weeks=3, days=1, hours=10)
-    hourly = hourly_cost(5, seed=4, multiplier=lambda t: 4.0 if spike <= t < spike + timedelta(hours=3) else 1.0)
-    verdicts = {v.hour: v for v in CostRule().verdicts(hourly, START + timedelta(weeks=5))}
-    assert verdicts[spike].anomalous and verdicts[spike + timedelta(hours=1)].anomalous
-    # a week later the same hour is judged against a baseline without the incident
-    later = verdicts[spike + timedelta(weeks=1)]
-    assert later.baseline_usd is not None and later.baseline_usd < hourly[spike] / 2
+def test_creep_to_4x_pages_within_the_hour_once_and_clears_after():
+    onset, end = 90, 90 + 120
+    calls, errors = traffic(300, 40, lambda m: 0.04 if onset <= m < end else 0.01, seed=5)
+    results = dict(verdicts(calls, errors))
+    first = first_breach(results.items())
+    assert first is not None and first - (onset - 60) <= 60
+    states = [results[m].state for m in range(first, end - 60)]
+    assert CLEAR not in states, "a creep must not clear while it lasts"
+    after = [m for m in range(end - 60, end - 60 + 15) if results[m].state == CLEAR]
+    assert after and after[0] - (end - 60) <= 13  # clear within 13 min, resolved 2 min later
 
 
-def test_short_history_falls_back_to_hour_of_day():
-    hourly = hourly_cost(0.5, seed=3)  # 3.5 days: no same-hour-of-week history yet
-    verdicts = CostRule().verdicts(hourly, START + timedelta(days=3, hours=12))
-    judged = [v for v in verdicts if v.baseline_usd is not None]
-    assert judged and judged[0].hour == START + timedelta(days=3)
+def test_two_short_bursts_in_an_hour_are_not_a_creep():
+    calls, errors = traffic(180, 40, lambda m: 0.6 if 80 <= m < 82 or 100 <= m < 102.5 else 0.01, seed=8)
+    assert first_breach(verdicts(calls, errors)) is None
+
+
+def test_a_quiet_service_gets_no_verdict():
+    assert ErrorRateRule().evaluate("p", "svc", ServiceWindow(*[np.zeros(BUCKETS)] * 3), 0.01, T0) is None
+
+
+def test_usual_ratio_is_the_median_day_and_the_budget_without_history():
+    rule = ErrorRateRule(slo=0.99)
+    assert rule.usual([0.01, 0.5, 0.012]) == pytest.approx(0.012)  # one bad day moves it not
+    assert rule.usual([0.02]) == pytest.approx(0.01)
+
+
+def samples(depths, start=T0, ages=None):
+    return [DepthSample(start + timedelta(minutes=i), float(d), None if ages is None else ages[i])
+            for i, d in enumerate(depths)]
+
+
+def queue(depths, ages=None, after=timedelta(seconds=30)):
+    series = samples(depths, ages=ages)
+    found = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + after, instance="w-1")
+    return {v.alert.name: v for v in found}
+
+
+def test_stalled_replica_pages_with_its_instance_and_first_minute():
+    found = queue([30, 12, 0, 40, 40, 40, 40, 40, 40, 40, 40, 40])
+    v = found["QueueNotDraining"]
+    assert v.state == BREACH and "stalled" in v.alert.summary
+    assert v.alert.labels["instance"] == "w-1"
+    assert v.alert.since == T0 + timedelta(minutes=3)  # the run without a fall began at 5 (minute 3)
+
+
+def test_sawtooth_and_busy_draining_queues_are_quiet():
+    sawtooth = [400, 320, 200, 90, 0, 0, 0, 0, 0, 0, 380, 300, 180, 60]
+    assert queue(sawtooth)["QueueNotDraining"].state == CLEAR
+    assert queue([300, 280, 350, 310, 290, 400, 330, 320, 360])["QueueNotDraining"].state != BREACH
+
+
+def test_an_age_hovering_around_the_limit_holds_instead_of_clearing():
+    limit = QueueRule().max_oldest_age_s
+    over = queue([5, 6, 5, 6, 5, 6, 5], ages=[limit + 30] * 7)["QueueNotDraining"]
+    under = queue([5, 6, 5, 6, 5, 6, 5], ages=[limit - 30] * 7)["QueueNotDraining"]
+    assert (over.state, under.state) == (BREACH, HOLD)
+    assert queue([5, 6, 5, 6, 5, 6, 0], ages=[limit - 30] * 6 + [0])["QueueNotDraining"].state == CLEAR
+
+
+def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
+    found = queue([4] * 12, after=timedelta(minutes=20))
+    assert set(found) == {"QueueStoppedReporting"} and found["QueueStoppedReporting"].state == BREACH
+
+
+HOUR = timedelta(hours=1)
+MONDAY = datetime(2026, 10, 5, tzinfo=timezone.utc)
+
+
+def seasonal(days, level=lambda d: 1.0, start=MONDAY):
+    """Hourly spend: a daytime hump, weekends at 0.4x, times ``level(day)``."""
+    out = {}
+    for d in range(days):
+        for h in range(24):
+            t = start + timedelta(days=d, hours=h)
+            weekend = 0.4 if t.weekday() >= 5 else 1.0
+            out[t] = (0.2 + np.exp(-((h - 14) ** 2) / 18)) * weekend * level(d)
+    return out
+
+
+def test_monday_is_judged_against_weekdays_not_the_weekend_lull():
+    hourly = seasonal(14)
+    monday_2pm = MONDAY + timedelta(weeks=2, hours=14)
+    base = CostRule().expected_hour(hourly, MONDAY, monday_2pm)
+    assert base == pytest.approx(1.2, rel=0.05)
+
+
+def test_a_key_with_under_two_same_type_days_has_no_baseline():
+    hourly = seasonal(7)  # the first week
+    sunday = MONDAY + timedelta(days=6, hours=14)
+    assert CostRule().expected_hour(hourly, MONDAY, sunday - timedelta(days=2)) is not None  # Friday
+    assert CostRule().expected_hour(hourly, MONDAY, sunday) is None  # one weekend day so far
+
+
+def test_an_onboarding_ramp_is_followed_not_paged():
+    hourly = seasonal(14, level=lambda d: 1 + 2 * d / 14)  # tripling over two weeks
+    day = MONDAY + timedelta(days=14, hours=14)  # the third Monday, at 3x
+    base = CostRule().expected_hour(hourly, MONDAY, day)
+    assert base is not None and 3.0 * 1.2 / base < CostRule().ratio  # today's level is under 2x the baseline
+
+
+def test_incidents_in_earlier_weeks_do_not_drag_the_baseline():
+    clean = seasonal(21)
+    hit = dict(clean)
+    for d in (7, 14):
+        for h in range(10, 16):
+            hit[MONDAY + timedelta(days=d, hours=h)] *= 4  # two Mondays with 6-hour incidents
+    at = MONDAY + timedelta(days=21, hours=13)
+    assert CostRule().expected_hour(hit, MONDAY, at) == pytest.approx(CostRule().expected_hour(clean, MONDAY, at))
+
+
+def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None, dispersion=0.001):
+    windows = (5, 10, 15, 20, 30, 45, 60)
+    spent = {m: {60: spent60, 15: spent15, 10: spent10}.get(m, spent15 * m / 15) for m in windows}
+    expected = {m: expected_hourly * m / 60 for m in windows}
+    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0, dispersion)
+
+
+def test_a_small_tenant_pages_on_its_own_scale():
+    # $0.05 an hour usually; tripled: 10 cents of excess, under any fixed dollar floor
+    v = cost_verdict(0.15, 0.0375, 0.025, 0.05, typical=0.04)
+    assert v.state == BREACH and v.alert.labels == {"project": "p", "tenant": "small"}
+    assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, rule=CostRule(min_excess_usd=1.0)).state != BREACH
+
+
+def test_lumpy_spend_needs_more_than_a_few_extra_sessions():
+    # the same tripled hour, when this tenant's spend comes in $0.05 sessions: 3 sessions instead
+    # of 1 is not unlikely enough; 12 instead of 1 is; with no noise measured yet, nothing pages
+    assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, dispersion=0.05).state != BREACH
+    assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=0.05).state == BREACH
+    assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=None).state != BREACH
+
+
+def test_dispersion_is_measured_without_the_largest_residuals():
+    from infersight.collector.alerts._cost import dispersion
+
+    quiet = [(0.1 * (-1) ** i, 1.0) for i in range(48)]
+    assert dispersion(quiet) == pytest.approx(0.01)
+    assert dispersion([*quiet, (30.0, 1.0), (25.0, 1.0)]) == pytest.approx(0.01)  # a past incident
+    assert dispersion(quiet[:20]) is None
+
+
+def test_cost_hysteresis_holds_while_the_last_minutes_stay_high():
+    assert cost_verdict(0.12, 0.015, 0.014, 0.05, 0.04).state == HOLD  # hour at 2.4x, last 10 min at 1.7x
+    assert cost_verdict(0.12, 0.012, 0.008, 0.05, 0.04).state == CLEAR  # last 10 min back to normal
+
+
+@pytest.mark.parametrize("kwargs", [{"ratio": 1.2}, {"min_excess_share": -1.0}])
+def test_cost_rule_validates_its_parameters(kwargs):
+    with pytest.raises(ValueError, match=r"CostRule|cost floors"):
+        CostRule(**kwargs)
+
+
+def test_a_quiet_hour_near_zero_baseline_does_not_make_one_session_impossible():
+    # a small tenant's night: baseline ~$0, mean hour $0.04, one $0.06 session comes in
+    assert cost_verdict(0.06, 0.06, 0.06, 1e-5, 0.04, dispersion=0.05).state != BREACH
+
+
+def test_a_burst_of_almost_three_minutes_is_not_an_outage():
+    calls, errors = traffic(150, 30, lambda m: 0.9 if 100 <= m < 102.9 else 0.01, seed=12)
+    assert first_breach(verdicts(calls, errors)) is None

@@ -1,0 +1,143 @@
+"""The pager benchmark's incident library, and how pages are attributed to incidents.
+
+Every incident happens in the final week of an "incident" project whose traffic is otherwise the
+same (same seed) as its "normal" twin. A page (a ``firing`` event) belongs to an incident when it
+is of the incident's family, matches its target, and fires between its onset and two hours after
+its end; any other page is a false page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pager_traffic as pt
+
+FINAL = pt.START + timedelta(weeks=pt.WEEKS - 1)
+ERROR_ALERTS = ("ErrorRateSpike",)
+QUEUE_ALERTS = ("QueueNotDraining", "QueueStoppedReporting")
+COST_ALERTS = ("CostAnomaly",)
+ATTRIBUTION = timedelta(hours=2)
+
+
+@dataclass(frozen=True)
+class Incident:
+    name: str
+    family: tuple[str, ...]
+    target: str  # service, instance, tenant or route
+    day: int  # of the final week, 0 = Monday
+    hour: float
+    minutes: int  # 0: lasts to the end of the run
+    factor: float = 0.0
+    real: bool = True  # False: something that must NOT page
+
+    @property
+    def onset(self) -> datetime:
+        return FINAL + timedelta(days=self.day, hours=self.hour)
+
+    @property
+    def end(self) -> datetime | None:
+        return self.onset + timedelta(minutes=self.minutes) if self.minutes else None
+
+    def minute_range(self) -> slice:
+        first = int((self.onset - pt.START).total_seconds() // 60)
+        return slice(first, first + self.minutes if self.minutes else pt.total_minutes())
+
+    def matches(self, name: str, labels: dict[str, str], at: datetime) -> bool:
+        last = self.end + ATTRIBUTION if self.end is not None else at  # no end: to the end of the run
+        if name not in self.family or not self.onset <= at <= last:
+            return False
+        if self.family is ERROR_ALERTS:
+            return labels.get("service") == self.target
+        if self.family is QUEUE_ALERTS:  # before the per-instance series, labels had no instance
+            return labels.get("instance", self.target) == self.target
+        return True  # cost: any cost page in the window was caused by it (windows never overlap)
+
+
+LIBRARY = (
+    Incident("error outage 30%, 6 min", ERROR_ALERTS, "chat-api", 0, 10, 6, 0.30),
+    Incident("error outage 30%, 12 min", ERROR_ALERTS, "search-assist", 1, 14, 12, 0.30),
+    Incident("error outage 20%, 30 min", ERROR_ALERTS, "chat-api", 2, 20, 30, 0.20),
+    Incident("error creep 4x, 1 h", ERROR_ALERTS, "chat-api", 3, 9, 60, 4.0),
+    Incident("error creep 4x, 3 h", ERROR_ALERTS, "agent-runner", 4, 13, 180, 4.0),
+    Incident("stalled consumer, 1 of 3 replicas, 40 min", QUEUE_ALERTS, "worker-1", 0, 15, 40),
+    Incident("dying consumers (10 min), dead 30 min", QUEUE_ALERTS, "worker-2", 2, 11, 40),
+    Incident("queue reporter silent for good", QUEUE_ALERTS, "worker-0", 6, 12, 0),
+    Incident("tenant cost 3x, 1 h (large tenant t01)", COST_ALERTS, "t01", 1, 11, 60, 3.0),
+    Incident("tenant cost 3x, 1 h (small tenant t22)", COST_ALERTS, "t22", 3, 15, 60, 3.0),
+    Incident("10x pricier model on docs.summarize, all tenants, 2 h", COST_ALERTS, "docs.summarize", 4, 10, 120,
+             10.0),
+    Incident("one long agent session, 2 h (t08)", COST_ALERTS, "t08", 5, 14, 120, 0.0, real=False),
+)
+
+
+def modifiers(library: tuple[Incident, ...] = LIBRARY) -> pt.Modifiers:
+    """What the incidents do to the incident project's traffic."""
+    n = pt.total_minutes()
+    mods = pt.Modifiers()
+    pt.PRICES.setdefault("claude-opus", (30.0, 150.0))  # 10x claude-sonnet
+    for inc in library:
+        window = inc.minute_range()
+        if inc.name.startswith("error outage"):
+            mods.error_floor.setdefault(inc.target, np.zeros(n))[window] = inc.factor
+        elif inc.name.startswith("error creep"):
+            mods.error_factor.setdefault(inc.target, np.ones(n))[window] = inc.factor
+        elif inc.name.startswith("stalled"):
+            mods.queue_capacity.setdefault(inc.target, np.ones(n))[window] = 0.0
+        elif inc.name.startswith("dying"):
+            capacity = mods.queue_capacity.setdefault(inc.target, np.ones(n))
+            capacity[window] = 0.0
+            capacity[window.start:window.start + 10] = np.linspace(0.9, 0.0, 10)  # a consumer dies every 2.5 min
+        elif inc.name.startswith("queue reporter"):
+            mods.queue_silent_from[inc.target] = window.start
+        elif inc.name.startswith("tenant cost"):
+            mods.tenant_cost.setdefault(inc.target, np.ones(n))[window] = inc.factor
+        elif inc.name.startswith("10x pricier"):
+            mask = np.zeros(n, dtype=bool)
+            mask[window] = True
+            mods.route_model[inc.target] = (mask, "claude-opus")
+        elif inc.name.startswith("one long agent session"):
+            mods.heavy_sessions.append((inc.target, window.start, inc.minutes, 600))
+    return mods
+
+
+@dataclass
+class Outcome:
+    incident: Incident
+    pages: int
+    first_page_min: float | None
+    resolve_min: float | None  # after the end; None: not resolved by the end of the run
+    still_firing: bool
+
+
+def score(events: list[dict[str, Any]], run_end: datetime,
+          library: tuple[Incident, ...] = LIBRARY) -> tuple[list[Outcome], list[dict[str, Any]]]:
+    """Per incident its outcome, and the firing events no incident explains (false pages).
+
+    ``events``: the project's ``alert_events`` rows as dicts with ``at`` (datetime), ``event``,
+    ``name``, ``labels``, ``fingerprint``.
+    """
+    firing = [e for e in events if e["event"] == "firing"]
+    claimed: dict[int, Incident] = {}
+    for i, e in enumerate(firing):
+        for inc in library:
+            if inc.matches(e["name"], e["labels"], e["at"]):
+                claimed[i] = inc
+                break
+    outcomes = []
+    for inc in library:
+        mine = [e for i, e in enumerate(firing) if claimed.get(i) is inc]
+        # each page's own resolve: the first one of its fingerprint after it fired
+        resolves = [next((r["at"] for r in events if r["event"] == "resolved"
+                          and r["fingerprint"] == e["fingerprint"] and r["at"] >= e["at"]), None) for e in mine]
+        still = any(r is None for r in resolves)
+        resolve_min = None
+        if mine and not still and inc.end is not None:
+            resolve_min = (max(r for r in resolves if r is not None) - inc.end).total_seconds() / 60
+        first = (min(e["at"] for e in mine) - inc.onset).total_seconds() / 60 if mine else None
+        outcomes.append(Outcome(inc, len(mine), first, resolve_min, still))
+    unexplained = [e for i, e in enumerate(firing) if i not in claimed]
+    return outcomes, unexplained
+

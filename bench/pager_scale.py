@@ -1,0 +1,112 @@
+"""What one minute's evaluation costs at 1,000 tenants and 10M spans a week (``bench/pager.py``'s
+evaluator, alone in a fresh embedded store).
+
+    .venv/bin/python bench/pager_scale.py
+
+The rules read the last hour of spans every minute and, once an hour, the hour that just ended;
+older hours only through the cost rule's in-memory hourly history (read once at start). So the
+store holds the last four hours (and the 20 evaluated minutes) at full density (10M spans a week:
+~1,000 a minute, 60% of them LLM calls, 1,000 Zipf tenants over 40 routes and 8 services) and,
+before them, two weeks of hourly spend per tenant and route (one span per tenant and hour: what
+the history query sums to), plus 100 queue series. Prints the first evaluation (history load),
+the steady minutes and the minute after an hour boundary.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+from infersight.collector.alerts import Evaluator
+from infersight.collector.store import ChdbStore, encode_rows
+
+NOW = datetime(2026, 11, 18, 14, 50, 30, tzinfo=timezone.utc)
+TENANTS, ROUTES, SERVICES = 1000, 40, 8
+SPANS_PER_MINUTE = 10_000_000 / (7 * 1440)
+
+
+def history_rows(rng: np.random.Generator) -> bytes:
+    weights = 1 / np.arange(1, TENANTS + 1) ** 1.1
+    lines = []
+    hour = (NOW - timedelta(days=15)).replace(minute=0, second=0, microsecond=0)
+    end = (NOW - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        load = 0.2 + np.exp(-((hour.hour - 14) ** 2) / 18)
+        costs = weights * 400 * load * rng.uniform(0.8, 1.2, TENANTS)
+        for t in range(TENANTS):
+            lines.append(f'{{"project":"big","ts":"{hour:%Y-%m-%d %H:%M:%S}","trace_id":"h{t}-{hour:%j%H}",'
+                         f'"service":"s{t % SERVICES}","operation":"chat","tenant":"t{t}","route":"r{t % ROUTES}",'
+                         f'"cost_usd":{costs[t]:.6f},"status":"ok"}}')
+        hour += timedelta(hours=1)
+    return ("\n".join(lines) + "\n").encode()
+
+
+def recent_rows(rng: np.random.Generator) -> bytes:
+    weights = 1 / np.arange(1, TENANTS + 1) ** 1.1
+    start = (NOW - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
+    end = NOW + timedelta(minutes=20)  # traffic goes on through the evaluated minutes
+    n = int(SPANS_PER_MINUTE * (end - start).total_seconds() / 60)
+    at = rng.uniform(0, (end - start).total_seconds(), n)
+    tenant = rng.choice(TENANTS, n, p=weights / weights.sum())
+    llm = rng.random(n) < 0.6
+    failed = rng.random(n) < 0.01
+    lines = []
+    for i in range(n):
+        ts = start + timedelta(seconds=float(at[i]))
+        t = int(tenant[i])
+        lines.append(f'{{"project":"big","ts":"{ts:%Y-%m-%d %H:%M:%S.%f}","trace_id":"r{i // 3}",'
+                     f'"service":"s{t % SERVICES}","operation":"{"chat" if llm[i] else "retrieval"}",'
+                     f'"tenant":"t{t}","route":"r{t % ROUTES}","cost_usd":{0.004 if llm[i] else 0},'
+                     f'"status":"{"error" if failed[i] else "ok"}"}}')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def queue_rows() -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for s in range(100):
+        for m in range(140):
+            ts = NOW - timedelta(minutes=120 - m)
+            rows.append({"project": "big", "service": f"s{s % SERVICES}", "queue": f"q{s % 10}",
+                         "instance": f"i{s}", "ts": f"{ts:%Y-%m-%d %H:%M:%S}", "depth": float((m * 37) % 50)})
+    return rows
+
+
+def main() -> int:
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory(prefix="pager-scale-") as tmp:
+        store = ChdbStore(Path(tmp) / "store", database="scale")
+        try:
+            t0 = time.perf_counter()
+            store.insert("llm_spans", history_rows(rng))
+            recent = recent_rows(rng)
+            store.insert("llm_spans", recent)
+            store.insert("queue_depth", encode_rows(queue_rows()))
+            spans = recent.count(b"\n")
+            print(f"loaded in {time.perf_counter() - t0:.0f} s: {spans:,} spans at {SPANS_PER_MINUTE:,.0f} a minute "
+                  f"around the evaluated minutes, 2 weeks of hourly history, {TENANTS} tenants", flush=True)
+            evaluator = Evaluator(store)
+            took = []
+            for m in range(20):  # 14:50:30 .. 15:09:30: one hour boundary
+                t0 = time.perf_counter()
+                result = evaluator.run_once(NOW + timedelta(minutes=m))
+                took.append(time.perf_counter() - t0)
+            steady = [t for i, t in enumerate(took) if i not in (0, 10)]
+            print(f"first evaluation (reads the hourly history): {took[0] * 1000:,.0f} ms")
+            print(f"steady minutes: median {statistics.median(steady) * 1000:,.0f} ms, "
+                  f"max {max(steady) * 1000:,.0f} ms")
+            print(f"first minute of a new hour (extends the history): {took[10] * 1000:,.0f} ms")
+            print(f"verdicts at the last minute: {len(evaluator.verdicts(NOW + timedelta(minutes=19)))}; "
+                  f"pages: {sum(1 for _ in result.active)}")
+        finally:
+            store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

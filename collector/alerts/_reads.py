@@ -1,0 +1,191 @@
+"""What the paging rules read from the store: one query per rule and evaluation, for every project.
+
+LLM calls are ``kind = 'llm'`` rows (the span contract, ``store.LLM``), the same predicate the
+store's call figures use; errors are those rows with ``status = 'error'`` and cost their
+``cost_usd``. Every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+
+from ..store import LLM, Store
+from ..store import clickhouse_time as _ts
+from ._cost import HOUR, WINDOWS
+from ._error_rate import BUCKET_S, BUCKETS, WINDOW, ServiceWindow
+from ._queue import DepthSample
+
+_DT = "DateTime64(3)"
+_IS_CALL = f"kind = '{LLM}'"
+Key = tuple[str, str, str]  # project, dimension (tenant | route), value
+
+
+def _parse_ts(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+
+
+def error_windows(store: Store, now: datetime) -> dict[tuple[str, str], ServiceWindow]:
+    """Every service's LLM calls, errors and transient errors of the last hour in 10 s buckets."""
+    rows = store.query(
+        "SELECT project, service, groupArray(b) AS bs, groupArray(n) AS ns, groupArray(e) AS es, groupArray(t) AS ts"
+        f" FROM (SELECT project, service, intDiv(toUnixTimestamp64Milli(ts) - {{start_ms:Int64}}, {BUCKET_S * 1000})"
+        " AS b, count() AS n, countIf(status = 'error') AS e,"
+        " countIf(status = 'error' AND error_class = 'transient') AS t"
+        f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
+        " GROUP BY project, service, b) GROUP BY project, service",
+        {"start": _ts(now - WINDOW), "now": _ts(now), "start_ms": int((now - WINDOW).timestamp() * 1000)},
+    )
+    out: dict[tuple[str, str], ServiceWindow] = {}
+    for row in rows:
+        buckets = np.clip(np.asarray(row["bs"], dtype=int), 0, BUCKETS - 1)
+        window = ServiceWindow(np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS))
+        for array, values in ((window.calls, row["ns"]), (window.errors, row["es"]), (window.transient, row["ts"])):
+            np.add.at(array, buckets, np.asarray(values, dtype=float))
+        out[(row["project"], row["service"])] = window
+    return out
+
+
+@dataclass
+class DailyRatios:
+    """Each service's daily error ratios of the last ``days`` complete days, read once a day."""
+
+    days: int = 7
+    min_calls: int = 50
+    _day: date | None = None
+    _ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def get(self, store: Store, now: datetime) -> dict[tuple[str, str], list[float]]:
+        today = now.date()
+        if self._day != today:
+            start = datetime.combine(today, datetime.min.time(), tzinfo=timezone.utc)
+            rows = store.query(
+                "SELECT project, service, toDate(ts) AS day, count() AS n, countIf(status = 'error') AS e"
+                f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}}"
+                " GROUP BY project, service, day",
+                {"start": _ts(start - timedelta(days=self.days)), "end": _ts(start)},
+            )
+            ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+            for row in rows:
+                if int(row["n"]) >= self.min_calls:
+                    ratios[(row["project"], row["service"])].append(int(row["e"]) / int(row["n"]))
+            self._day, self._ratios = today, dict(ratios)
+        return self._ratios
+
+
+Series = tuple[str, str, str, str]  # project, service, queue, instance
+
+
+def queue_series(store: Store, now: datetime, lookback: timedelta,
+                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, list[DepthSample]]:
+    """Every (project, service, queue, instance) seen in ``lookback``: its samples of the last
+    ``recent`` in time order, or only its last sample if it has none that recent (a silent series)."""
+    rows = store.query(
+        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, argMax(depth, ts) AS last_depth,"
+        f" arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s), ts >= {{recent:{_DT}}})) AS samples"
+        f" FROM queue_depth WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}}"
+        " GROUP BY project, service, queue, instance",
+        {"since": _ts(now - lookback), "now": _ts(now), "recent": _ts(now - recent)},
+    )
+    series: dict[Series, list[DepthSample]] = {}
+    for row in rows:
+        samples = [DepthSample(_parse_ts(at), float(depth), age) for at, depth, age in row["samples"]]
+        series[(row["project"], row["service"], row["queue"], row["instance"])] = samples or [
+            DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]))]
+    return series
+
+
+def _trimmed(column: str) -> str:
+    # the key's spend less its costliest single trace (spans without a trace are never trimmed)
+    return f"sum({column}) - max(if(trace_id = '', 0, {column}))"
+
+
+_GROUPS = "GROUP BY GROUPING SETS ((project, tenant), (project, route))"
+_PAIRS = "GROUP BY GROUPING SETS ((project, tenant, route))"
+
+
+def cost_windows(store: Store, now: datetime, *, pairs: bool = False) -> dict[Key, dict[int, float]]:
+    """Trimmed spend in each of :data:`WINDOWS` (minutes) before ``now`` of every tenant and every
+    route, keyed (project, dimension, value); with ``pairs``, of every (project, tenant, route)
+    instead (the dimension is then the tenant, the value the route)."""
+    sums = ", ".join(f"sumIf(ifNull(cost_usd, 0), ts >= {{s{m}:{_DT}}}) AS c{m}" for m in WINDOWS)
+    trimmed = ", ".join(f"{_trimmed(f'c{m}')} AS a{m}" for m in WINDOWS)
+    params = {f"s{m}": _ts(now - timedelta(minutes=m)) for m in WINDOWS} | {"now": _ts(now)}
+    rows = store.query(
+        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed} FROM ("
+        f" SELECT project, tenant, route, trace_id, {sums} FROM llm_spans"
+        f" WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
+        f" GROUP BY project, tenant, route, trace_id) {_PAIRS if pairs else _GROUPS}",
+        params,
+    )
+    out: dict[Key, dict[int, float]] = {}
+    for row in rows:
+        key = (str(row["project"]), str(row["tenant"]), str(row["route"])) if pairs else _key(row)
+        out[key] = {m: float(row[f"a{m}"]) for m in WINDOWS}
+    return out
+
+
+def _key(row: dict[str, Any]) -> Key:
+    """(project, dimension, value) of a row grouped by tenant (``g`` = 1) or by route (2)."""
+    if int(row["g"]) == 1:
+        return (str(row["project"]), "tenant", str(row["tenant"]))
+    return (str(row["project"]), "route", str(row["route"]))
+
+
+@dataclass
+class CostHistory:
+    """Trimmed hourly spend of every tenant and route, kept in memory and extended hour by hour:
+    complete hours do not change, so each new hour costs one query over the last few hours."""
+
+    days: int
+    hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
+    first_seen: dict[Key, datetime] = field(default_factory=dict)
+    _until: datetime | None = None
+    _typical: dict[Key, float] = field(default_factory=dict)
+    _typical_at: datetime | None = None
+
+    def update(self, store: Store, now: datetime) -> None:
+        until = now.replace(minute=0, second=0, microsecond=0)
+        if self._until == until:
+            return
+        oldest = until - timedelta(days=self.days)
+        # re-read the last 3 hours too: spans arrive late, by a spool's or an exporter's delay
+        start = oldest if self._until is None or self._until < oldest else self._until - 3 * HOUR
+        rows = store.query(
+            f"SELECT project, tenant, route, grouping(tenant, route) AS g, toString(hour) AS at,"
+            f" {_trimmed('c')} AS spend FROM ("
+            " SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, sum(ifNull(cost_usd, 0)) AS c"
+            f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
+            " GROUP BY project, tenant, route, hour, trace_id)"
+            " GROUP BY GROUPING SETS ((project, tenant, hour), (project, route, hour))",
+            {"start": _ts(start), "until": _ts(until)},
+        )
+        for row in rows:
+            key = _key(row)
+            hour = _parse_ts(str(row["at"]))
+            self.hourly[key][hour] = float(row["spend"])
+            if key not in self.first_seen or hour < self.first_seen[key]:
+                self.first_seen[key] = hour
+        for series in self.hourly.values():
+            for hour in [h for h in series if h < oldest]:
+                del series[hour]
+        self._until = until
+
+    def typical_hourly(self, key: Key) -> float:
+        """Mean hourly spend over the last week (from the key's first hour if newer)."""
+        if self._until is None:
+            return 0.0
+        if self._typical_at != self._until:
+            self._typical, self._typical_at = {}, self._until
+        if key not in self._typical:
+            self._typical[key] = self._mean_hourly(key, self._until)
+        return self._typical[key]
+
+    def _mean_hourly(self, key: Key, until: datetime) -> float:
+        week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))
+        hours = max((until - week_ago) / HOUR, 1.0)
+        return sum(v for h, v in self.hourly.get(key, {}).items() if h >= week_ago) / hours

@@ -1,0 +1,205 @@
+"""The three paging rules over the store: each reads once per evaluation (for every project) and
+returns its verdicts; the evaluator turns verdicts into pages (see ``_state.transition``)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from ..store import LLM, Store
+from ..store import clickhouse_time as _ts
+from ._cost import WINDOWS, CostRule, dispersion
+from ._error_rate import ErrorRateRule, most_affected
+from ._model import BREACH, HOLD, Verdict
+from ._queue import QueueRule
+from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
+
+_DT = "DateTime64(3)"
+
+
+class ErrorRule:
+    """Error spikes of every service: one query for the last hour, one a day for the usual ratios."""
+
+    def __init__(self, rule: ErrorRateRule) -> None:
+        self.rule = rule
+        self.daily = DailyRatios()
+
+    def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
+        ratios = self.daily.get(store, now)
+        out = []
+        for (project, service), window in error_windows(store, now).items():
+            usual = self.rule.usual(ratios.get((project, service), []))
+            verdict = self.rule.evaluate(project, service, window, usual, now)
+            if verdict is not None and verdict.state == BREACH:
+                top = _top_error_labels(store, project, service, verdict.alert.since, now)
+                verdict = replace(verdict, alert=replace(verdict.alert,
+                                                         details=verdict.alert.details + most_affected(top)))
+            if verdict is not None:
+                out.append(verdict)
+        return out
+
+
+def _top_error_labels(store: Store, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:
+    out = {}
+    for column in ("tenant", "model"):
+        rows = store.query(
+            f"SELECT {column} AS value, count() AS n FROM llm_spans"
+            f" WHERE project = {{project:String}} AND service = {{service:String}} AND kind = '{LLM}'"
+            f" AND status = 'error' AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}}"
+            " GROUP BY value ORDER BY n DESC LIMIT 1",
+            {"project": project, "service": service, "start": _ts(start), "end": _ts(end)},
+        )
+        if rows and rows[0]["value"]:
+            out[column] = f"{rows[0]['value']} ({rows[0]['n']} errors)"
+    return out
+
+
+def queue_verdicts(store: Store, rule: QueueRule, now: datetime) -> list[Verdict]:
+    """Every queue series seen in the last two hours; older silent ones keep their alert (no data)."""
+    out = []
+    for (project, service, queue, instance), samples in queue_series(store, now, timedelta(hours=2)).items():
+        out += rule.evaluate(project, service, queue, samples, now, instance=instance)
+    return out
+
+
+class CostRules:
+    """Cost anomalies of every tenant and route: one query for the last hour's windows per
+    evaluation, and one per new hour to extend the hourly history."""
+
+    def __init__(self, rule: CostRule) -> None:
+        self.rule = rule
+        self.history = CostHistory(days=rule.history.days)
+        self._baselines: dict[tuple[Key, datetime], float | None] = {}
+        self._residuals: dict[Key, deque[tuple[float, float]]] = {}
+        self._noise: dict[Key, float | None] = {}
+        self._day_totals: dict[tuple[Key, datetime], float] = {}
+        self._judged_until: datetime | None = None
+
+    def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
+        self.history.update(store, now)
+        self._learn_noise(now.replace(minute=0, second=0, microsecond=0))
+        spent = cost_windows(store, now)
+        expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
+        out: dict[Key, Verdict] = {}
+        for key in (k for k in expected if k[1] == "route"):
+            out[key] = self._verdict(key, spent.get(key), expected[key], now)
+        pairs = cost_windows(store, now, pairs=True) if any(v.state == BREACH for v in out.values()) else {}
+        for key, verdict in out.items():
+            if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
+                out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
+        surging = {k[2]: spent[k][60] / expected[k][60] for k, v in out.items()
+                   if v.state == BREACH and expected[k][60] > 0}
+        for key in (k for k in expected if k[1] == "tenant"):
+            tenant_spent = spent.get(key)
+            if surging and tenant_spent is not None:
+                # a pricier model on a route pages once, for the route: deflate that route's share
+                tenant_spent = _deflated(key, tenant_spent, pairs, surging)
+            out[key] = self._verdict(key, tenant_spent, expected[key], now)
+        for key, verdict in out.items():
+            if verdict.state == BREACH:
+                out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
+        return list(out.values())
+
+    def _learn_noise(self, until: datetime) -> None:
+        """Each key's residuals (spend less baseline) of the complete hours of the last week, one
+        new hour per hour: what :func:`dispersion` reads."""
+        if self._judged_until == until:
+            return
+        week = until - timedelta(days=7)
+        start = week if self._judged_until is None or self._judged_until < week else self._judged_until
+        for key, hourly in self.history.hourly.items():
+            residuals = self._residuals.setdefault(key, deque(maxlen=168))
+            hour = start
+            while hour < until:
+                base = self._baseline(key, hour)
+                if base is not None:
+                    residuals.append((hourly.get(hour, 0.0) - base, base))
+                hour += timedelta(hours=1)
+            self._noise[key] = dispersion(residuals)
+        self._judged_until = until
+        # days before the history's reach are never asked for again
+        self._day_totals = {k: v for k, v in self._day_totals.items() if k[1] >= until - self.rule.history}
+
+    def _baseline(self, key: Key, hour: datetime) -> float | None:
+        if (key, hour) not in self._baselines:
+            first = self.history.first_seen.get(key)
+            self._baselines[(key, hour)] = None if first is None else self.rule.expected_hour(
+                self.history.hourly[key], first, hour, lambda day: self._day_total(key, day)
+            )
+        return self._baselines[(key, hour)]
+
+    def _day_total(self, key: Key, day: datetime) -> float:
+        if (key, day) not in self._day_totals:
+            hourly = self.history.hourly[key]
+            self._day_totals[(key, day)] = sum(hourly.get(day + timedelta(hours=h), 0.0) for h in range(24))
+        return self._day_totals[(key, day)]
+
+    def _keys(self, spent: dict[Key, dict[int, float]]) -> set[Key]:
+        return set(spent) | set(self.history.hourly)
+
+    def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime) -> Verdict:
+        spent = spent or {m: 0.0 for m in WINDOWS}
+        project, dimension, value = key
+        return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
+                                  self._noise.get(key))
+
+    def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
+        """The baseline of each window: every window (at most an hour) spans this clock hour and
+        the one before, prorated."""
+        if key not in self.history.first_seen:
+            return None
+        hour = now.replace(minute=0, second=0, microsecond=0)
+        current, previous = self._baseline(key, hour), self._baseline(key, hour - timedelta(hours=1))
+        if current is None or previous is None:
+            return None
+        into = (now - hour) / timedelta(minutes=1)
+        if len(self._baselines) > 500_000:  # hours long past: rebuilt on demand
+            self._baselines.clear()
+        return {m: (current * min(m, into) + previous * max(0.0, m - into)) / 60 for m in WINDOWS}
+
+
+def _one_tenant(route: Key, spent: float, pairs: dict[Key, dict[int, float]]) -> bool:
+    """Whether one tenant made at least 80% of a route's last hour."""
+    project, _, name = route
+    shares = [pair[60] for (p, _, r), pair in pairs.items() if p == project and r == name]
+    return bool(shares) and max(shares) >= 0.8 * spent
+
+
+def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, float]],
+              surging: dict[str, float]) -> dict[int, float]:
+    project, _, tenant = key
+    out = dict(spent)
+    for (p, t, route), pair in pairs.items():
+        if p == project and t == tenant and route in surging:
+            for m in WINDOWS:
+                out[m] -= pair[m] * (1 - 1 / max(surging[route], 1.0))
+    return out
+
+
+def _drivers(store: Store, key: Key, now: datetime) -> str:
+    """Which routes, models and users (or tenants) carried the last hour's spend, against the
+    same hour a week earlier."""
+    project, dimension, value = key
+    parts = []
+    for column in ("route", "tenant", "model", "user_id"):
+        if column == dimension:
+            continue
+        rows = store.query(
+            f"SELECT {column} AS value, sumIf(ifNull(cost_usd, 0), ts >= {{start:{_DT}}}) AS now_usd,"
+            f" sumIf(ifNull(cost_usd, 0), ts < {{week_end:{_DT}}}) AS before_usd FROM llm_spans"
+            f" WHERE project = {{project:String}} AND {dimension} = {{key:String}} AND kind = '{LLM}'"
+            f" AND ((ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}})"
+            f" OR (ts >= {{week:{_DT}}} AND ts < {{week_end:{_DT}}}))"
+            " GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
+            {"project": project, "key": value, "start": _ts(now - timedelta(hours=1)), "now": _ts(now),
+             "week": _ts(now - timedelta(weeks=1, hours=1)), "week_end": _ts(now - timedelta(weeks=1))},
+        )
+        drivers = [
+            f"{r['value'] or '(none)'} ${float(r['now_usd']):,.2f} (${float(r['before_usd']):,.2f} a week earlier)"
+            for r in rows if float(r["now_usd"]) > float(r["before_usd"])
+        ]
+        if drivers:
+            parts.append(f"{column.replace('_id', '')}s: " + "; ".join(drivers))
+    return "Excess driven by " + " | ".join(parts) + "." if parts else ""
+

@@ -1,0 +1,35 @@
+"""Queue gauges keep the instance that reported them: replicas sharing a queue name stay apart."""
+
+from __future__ import annotations
+
+import time
+
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from infersight.collector.ingest._otlp_metrics import QUEUE_DEPTH, QUEUE_NAME, queue_rows
+
+
+def replica(request: ExportMetricsServiceRequest, resource: dict[str, object], depth: float, at_ns: int) -> None:
+    rm = request.resource_metrics.add()
+    for key, value in resource.items():
+        rm.resource.attributes.append(KeyValue(key=key, value=AnyValue(int_value=value) if isinstance(value, int)
+                                               else AnyValue(string_value=str(value))))
+    metric = rm.scope_metrics.add().metrics.add()
+    metric.name = QUEUE_DEPTH
+    point = metric.gauge.data_points.add()
+    point.time_unix_nano, point.as_double = at_ns, depth
+    point.attributes.append(KeyValue(key=QUEUE_NAME, value=AnyValue(string_value="jobs")))
+
+
+def test_each_replica_is_its_own_series():
+    at = time.time_ns()
+    request = ExportMetricsServiceRequest()
+    replica(request, {"service.name": "worker", "service.instance.id": "w-0"}, 0.0, at)
+    replica(request, {"service.name": "worker", "service.instance.id": "w-1"}, 40.0, at)
+    replica(request, {"service.name": "worker", "k8s.pod.name": "worker-7f9"}, 3.0, at)
+    replica(request, {"service.name": "worker", "host.name": "box", "process.pid": 4242}, 5.0, at)
+    replica(request, {"service.name": "worker"}, 7.0, at)
+    rows = queue_rows(request, "p")
+    assert [(r["instance"], r["depth"]) for r in rows] == [
+        ("w-0", 0.0), ("w-1", 40.0), ("worker-7f9", 3.0), ("box/4242", 5.0), ("", 7.0)]
