@@ -73,11 +73,13 @@ def detections(
 
 
 def queues(store: Store, project: str, since_ns: int) -> list[dict[str, Any]]:
-    """Each reported queue's latest depth and oldest-item age, with its sample count since ``since_ns``."""
+    """Each reported queue's latest depth and oldest-item age, with its sample count since
+    ``since_ns``: one row per reporting instance (replicas report the same queue name; the alert
+    rule judges each one alone, and so does this list)."""
     return store.query(
-        "SELECT service, queue, argMax(depth, ts) AS depth, argMax(oldest_age_s, ts) AS oldest_age_s,"
+        "SELECT service, queue, instance, argMax(depth, ts) AS depth, argMax(oldest_age_s, ts) AS oldest_age_s,"
         " toString(max(ts)) AS last_seen, count() AS samples FROM queue_depth"
         " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
-        " GROUP BY service, queue ORDER BY service, queue",
+        " GROUP BY service, queue, instance ORDER BY service, queue, instance",
         {"project": project, "since_ns": since_ns},
     )

@@ -8,6 +8,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from infersight.collector.ingest._otlp_metrics import QUEUE_DEPTH, QUEUE_NAME, queue_rows
+from infersight.collector.store import encode_rows, queues
 
 
 def replica(request: ExportMetricsServiceRequest, resource: dict[str, object], depth: float, at_ns: int) -> None:
@@ -33,3 +34,19 @@ def test_each_replica_is_its_own_series():
     rows = queue_rows(request, "p")
     assert [(r["instance"], r["depth"]) for r in rows] == [
         ("w-0", 0.0), ("w-1", 40.0), ("worker-7f9", 3.0), ("box/4242", 5.0), ("", 7.0)]
+
+
+def test_the_queue_list_shows_each_replica(store):
+    project = f"queues-{time.time_ns()}"
+    at = time.time_ns()
+    rows = queue_rows(_two_replicas(at), project)
+    store.insert("queue_depth", encode_rows(rows))
+    listed = queues(store, project, at - 60 * 10**9)
+    assert [(q["queue"], q["instance"], q["depth"]) for q in listed] == [("jobs", "w-0", 0.0), ("jobs", "w-1", 40.0)]
+
+
+def _two_replicas(at_ns: int) -> ExportMetricsServiceRequest:
+    request = ExportMetricsServiceRequest()
+    replica(request, {"service.name": "worker", "service.instance.id": "w-0"}, 0.0, at_ns)
+    replica(request, {"service.name": "worker", "service.instance.id": "w-1"}, 40.0, at_ns)
+    return request
