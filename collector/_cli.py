@@ -36,7 +36,7 @@ _DATA_DIR = click.option(
 @click.option("--spool-max-mib", default=1024, show_default=True, type=int,
               help="Spool size (compressed) at which /v1/traces answers 503 until the store catches up.")
 @click.option("--decode-workers", type=click.IntRange(min=0),
-              help="Processes decoding OTLP and running the inline detectors "
+              help="Processes decoding OTLP before the ack (the inline detectors run after it, in one more) "
                    "[default: one per core but one, 1 to 4; 0: in the server process].")
 @click.option("--ingest-days-back", default=30, show_default=True, type=int,
               help="Spans that started longer ago than this are rejected (OTLP partial_success).")
@@ -50,7 +50,8 @@ _DATA_DIR = click.option(
 @click.option("--evaluation-interval", default=60.0, show_default=True, type=float,
               help="Seconds between alert evaluations.")
 @click.option("--slo", default=0.995, show_default=True, type=float,
-              help="Share of GenAI calls that must succeed; the error-spike alert burns against the rest.")
+              help="Share of LLM calls expected to succeed: the usual error ratio of a service with under two "
+                   "days of history.")
 @click.option("--cost-ratio", default=2.0, show_default=True, type=float,
               help="A tenant's or route's last hour must reach this multiple of its seasonal baseline to page.")
 @click.option("--cost-min-excess-share", default=0.5, show_default=True, type=float,
