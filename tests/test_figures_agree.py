@@ -195,7 +195,7 @@ def test_every_surface_shows_the_reference_figures(backend, tmp_path):
     spans, calls, kinds = dataset(base)
     ref = reference(calls)
     project = f"figures-{now % 10**9}"
-    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     with TestClient(create_app(settings, store=backend)) as client:
         body = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
                                                                   "value": {"stringValue": "rag-app"}}]},

@@ -92,7 +92,7 @@ def test_a_call_of_an_unpriced_model_is_unknown_cost_not_zero(store, tmp_path):
     assert (figures["llm_calls"], figures["unpriced_calls"]) == (3, 1)
     assert figures["cost_usd"] > 0  # the two priced calls
 
-    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     with TestClient(create_app(settings, store=store)) as client:
         page = client.get("/", params={"range": "7d"}).text
     assert 'id="unpriced">1 calls of unknown cost (no known price, or no usage reported) are not in it<' in page

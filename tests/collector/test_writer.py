@@ -163,7 +163,7 @@ def test_stopping_during_an_outage_leaves_the_spool_for_the_next_start(store, tm
 
 def test_full_spool_answers_503_with_retry_after_and_recovers(store, tmp_path):
     project = new_project()
-    settings = Settings(data_dir=tmp_path, auth=False, project=project, spool_max_bytes=6000)
+    settings = Settings(data_dir=tmp_path, auth=False, project=project, spool_max_bytes=6000, decode_workers=0)
     store.failing = True
     acked: list[str] = []
     with TestClient(create_app(settings, store=store)) as client:

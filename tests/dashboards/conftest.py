@@ -39,7 +39,9 @@ class Dash:
 
 def _dash(store: Store, tmp_path: Path) -> Iterator[Dash]:
     project = f"dash-{next(_projects)}-{time.time_ns() % 10**9}"
-    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project)
+    # Decoding in the server process: these tests read pages, and a spawned decode worker per app
+    # cost ~0.6 s each (the workers are tested where they are the point: test_decode_lanes, test_crash).
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     with TestClient(create_app(settings, store=store)) as client:
         yield Dash(client, store, project)
 

@@ -47,7 +47,8 @@ def served(store, tmp_path: Path) -> Iterator[tuple[str, list[Call]]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(Settings(data_dir=tmp_path, auth=False, alerts=False, project=project), store=store)
+    settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
+    app = create_app(settings, store=store)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -86,5 +86,6 @@ def test_isolation_holds_on_the_clickhouse_server_backend(server_store, tmp_path
     keys_file = ProjectKeys(tmp_path)
     keys = {project: keys_file.create(project)[0] for project in (f"alpha-{suffix}", f"beta-{suffix}")}
     keys_file.close()
-    with TestClient(create_app(Settings(data_dir=tmp_path, alerts=False), store=server_store)) as http:
+    settings = Settings(data_dir=tmp_path, alerts=False, decode_workers=0)
+    with TestClient(create_app(settings, store=server_store)) as http:
         check_isolation(http, keys)
