@@ -53,8 +53,12 @@ def wait_for_spans(url: str, count: int, headers: dict[str, str] | None = None, 
 
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[CollectorProcess]:
-    """A real collector process on a free port with a fresh embedded store, in dev mode (no keys)."""
-    process = CollectorProcess(tmp_path / "data", free_port(), extra_args=("--no-auth",)).start()
+    """A real collector process on a free port with a fresh embedded store, in dev mode (no keys),
+    decoding in its server process: a decode worker adds ~0.5 s to each stop, and these tests are
+    about the HTTP contract. The workers are tested where they are the point (``auth_collector``,
+    test_decode_lanes, test_crash, test_restart, test_detections)."""
+    args = ("--no-auth", "--decode-workers", "0")
+    process = CollectorProcess(tmp_path / "data", free_port(), extra_args=args).start()
     yield process
     process.stop()
 

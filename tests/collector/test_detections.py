@@ -172,3 +172,15 @@ def test_a_failing_detector_loses_its_detections_never_the_spans(store, tmp_path
         writer.stop()
     assert counters.get("spans_stored") == 4 and counters.get("detections_failed") == 4
     assert _detections_of(store, project) == []
+
+
+def test_the_detector_worker_finds_what_the_server_process_finds():
+    # The collector's default: the detectors in a spawned, niced worker process of their own.
+    rows = encode_rows(to_rows(parse_traces(_output_body(LOOP, spans=3)[0], JSON), "p"))
+    spawned = Decoder(1, limit_bytes=1 << 20)
+    try:
+        found, too_large = spawned.detect(rows)
+    finally:
+        spawned.close()
+    assert (found, too_large) == Decoder(0, limit_bytes=1 << 20).detect(rows)
+    assert found.count(b"\n") >= 3

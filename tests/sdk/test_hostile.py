@@ -95,7 +95,7 @@ objects = st.builds(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(shape=st.sampled_from(SHAPES), items=st.lists(objects, max_size=3), result=objects,
        messages=st.one_of(objects, st.lists(objects, max_size=2)), model=st.one_of(objects, st.text(max_size=5)),
        fail_at=st.one_of(st.none(), st.integers(0, 3)), raise_error=st.booleans(), deferred=st.booleans())
