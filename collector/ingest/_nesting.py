@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import LLM, kind_of
+from ._times import ts_ns
 
 SAME_CALL_AS = "infersight.same_call_as"
 SDK_PARENT_LLM_SPAN = "infersight.parent_llm_span"
@@ -123,15 +124,11 @@ def _call(row: dict[str, Any]) -> _Call | None:
     attrs = row["SpanAttributes"]
     if kind_of(attrs.get("gen_ai.operation.name", "")) != LLM or attrs.get(SDK_PARENT_LLM_SPAN):
         return None
-    start = _ns(row["Timestamp"])
+    start = ts_ns(row["Timestamp"])
     return _Call(
         row["TraceId"], row["SpanId"], row["ParentSpanId"], start, start + int(row["Duration"]),
         next((attrs[k] for k in _MODEL_KEYS if attrs.get(k)), ""), row["ScopeName"],
     )
-
-
-def _ns(ts: str) -> int:
-    return int(ts[:-10]) * 1_000_000_000 + int(ts[-9:])
 
 
 def _pairs(calls: list[_Call]) -> list[tuple[_Call, _Call]]:

@@ -24,6 +24,7 @@ import orjson
 from infersight.sdk import classify_error
 
 from ..store import LLM, kind_of, operation_of
+from ._times import ts_ns
 
 OPERATION = "gen_ai.operation.name"
 TTFT_S = "gen_ai.response.time_to_first_chunk"
@@ -108,13 +109,8 @@ def _add_finish_reasons(attrs: dict[str, str]) -> None:
 def _add_ttft(attrs: dict[str, str], row: Mapping[str, Any]) -> None:
     for name, at in zip(row["Events.Name"], row["Events.Timestamp"], strict=False):
         if name in _FIRST_CHUNK_EVENTS:
-            attrs[TTFT_S] = repr(max(_ns(at) - _ns(row["Timestamp"]), 0) / 1e9)
+            attrs[TTFT_S] = repr(max(ts_ns(at) - ts_ns(row["Timestamp"]), 0) / 1e9)
             return
-
-
-def _ns(ts: str) -> int:
-    # to_rows writes times as "<seconds>.<9 digits>"
-    return int(ts[:-10]) * 1_000_000_000 + int(ts[-9:])
 
 
 def _add_error_type(attrs: dict[str, str], row: Mapping[str, Any]) -> None:

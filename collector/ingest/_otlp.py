@@ -23,6 +23,7 @@ from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
 from ._nesting import mark_same_calls
 from ._normalize import normalize
+from ._times import ts_day, ts_text
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -176,13 +177,6 @@ def _attributes(key_values: Any) -> dict[str, str]:
 
 # DateTime64(9) ends at 2262-04-11 (int64 nanoseconds); a larger uint64 would fail the whole
 # insert and, once acknowledged, block the spool behind it.
-_MAX_TS_NS = 2**63 - 1
-
-
-def _ts(unix_nano: int) -> str:
-    unix_nano = min(unix_nano, _MAX_TS_NS)
-    # Ten digits of seconds: ClickHouse reads a shorter "5.000000000" as a date and fails.
-    return f"{unix_nano // 1_000_000_000:010d}.{unix_nano % 1_000_000_000:09d}"
 
 
 # Spans that cannot be stored faithfully are rejected one by one (OTLP partial_success), never
@@ -206,7 +200,7 @@ def _outside(start: int, bounds: tuple[int, int], window: IngestWindow) -> str |
 
 def day_range(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
     """First and last day (since 1970-01-01, UTC) of ``rows``' ``Timestamp``, as :func:`to_rows` writes it."""
-    days = [int(row["Timestamp"][:-10]) // 86_400 for row in rows]
+    days = [ts_day(row["Timestamp"]) for row in rows]
     return min(days), max(days)
 
 
@@ -234,7 +228,7 @@ _NO_LINKS: dict[str, list[Any]] = {
 
 def _events(events: Any) -> dict[str, list[Any]]:
     return {
-        "Events.Timestamp": [_ts(e.time_unix_nano) for e in events],
+        "Events.Timestamp": [ts_text(e.time_unix_nano) for e in events],
         "Events.Name": [e.name for e in events],
         "Events.Attributes": [_attributes(e.attributes) for e in events],
     }
@@ -285,7 +279,7 @@ def to_rows(
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
                 rows.append(
                     {
-                        "Timestamp": _ts(start),
+                        "Timestamp": ts_text(start),
                         "TraceId": span.trace_id.hex(),
                         "SpanId": span.span_id.hex(),
                         "ParentSpanId": span.parent_span_id.hex(),

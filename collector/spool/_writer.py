@@ -96,7 +96,7 @@ class SpoolWriter:
             detecting = self._detecting.submit(self._detections, batch) if self._detecting is not None else None
             self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
             self._landed = batch.dedup_token
-            self._found = detecting.result() if detecting is not None else batch.detections
+            self._found = detecting.result() if detecting is not None else self._detections(batch)
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
             self.store.insert("detections", self._found, dedup_token=batch.dedup_token + "de")
