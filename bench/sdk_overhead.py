@@ -66,10 +66,15 @@ class DiscardExporter(SpanExporter):
         pass
 
 
+GENAI_METRICS = False  # --genai-metrics: as with a meter provider of the app's own
+
+
 def bench_init(exporter: SpanExporter) -> dict[str, Any]:
-    """``init()`` with its defaults, minus the network: spans and GenAI metrics are recorded and
-    exported on the SDK's threads as in production, into a discarding exporter and an in-memory reader."""
-    return {"service_name": "bench", "span_exporter": exporter,
+    """``init()`` with its defaults, minus the network: spans are recorded and exported on the SDK's
+    threads as in production, into a discarding exporter, and metrics into an in-memory reader. As
+    with the meter provider ``init`` creates, the GenAI histograms are not recorded unless
+    ``GENAI_METRICS`` (then as when the app hands ``init`` a meter provider of its own)."""
+    return {"service_name": "bench", "span_exporter": exporter, "genai_metrics": GENAI_METRICS,
             "meter_provider": MeterProvider(metric_readers=[InMemoryMetricReader()])}
 
 
@@ -356,7 +361,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Per-call cost of the infersight SDK decorator.")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile breakdown of (c)")
+    parser.add_argument("--genai-metrics", action="store_true",
+                        help="record the GenAI histograms too (as with an app's own meter provider)")
     args = parser.parse_args()
+    global GENAI_METRICS
+    GENAI_METRICS = args.genai_metrics
     print(format_tables(run(args.quick)))
     if args.profile:
         print()

@@ -7,6 +7,7 @@ a leading ``+`` or a separator pattern, API keys are matched by their vendors' p
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -24,8 +25,34 @@ _PATTERNS = {
     "CARD": r"\b(?:\d[ -]?){12,18}\d\b",
     "PHONE": r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}\b",
 }
-# One alternation, one scan of the text: redaction runs on the application's thread.
-_SENSITIVE = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _PATTERNS.items()))
+_GITHUB_PREFIX = re.compile("gh[pousr]_")
+_DIGITS = "0123456789"
+
+
+def _possible(text: str) -> tuple[str, ...]:
+    """The patterns that can match somewhere in ``text``, by what each cannot match without.
+
+    Scanning a text with the four-way alternation costs ~40 ns a character, most of it spent on
+    texts holding nothing to redact; these substring checks run at memory speed. Leaving out a
+    pattern that cannot match anywhere changes no match of the others.
+    """
+    kinds = []
+    if ("sk-" in text or "AKIA" in text or "xox" in text or "AIza" in text or "isk_" in text
+            or ("gh" in text and _GITHUB_PREFIX.search(text) is not None)):
+        kinds.append("API_KEY")
+    if "@" in text:
+        kinds.append("EMAIL")
+    if sum(map(text.count, _DIGITS)) >= 13:
+        kinds.append("CARD")
+    if "+" in text:
+        kinds.append("PHONE")
+    return tuple(kinds)
+
+
+@functools.cache
+def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
+    # One alternation, one scan of the text, in the order of _PATTERNS (it decides ties).
+    return re.compile("|".join(f"(?P<{name}>{_PATTERNS[name]})" for name in kinds))
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -49,7 +76,8 @@ def _replace(match: re.Match[str]) -> str:
 
 def redact_builtin(text: str) -> str:
     """Replace emails, phone numbers, API keys and card numbers with ``[EMAIL]``-style markers."""
-    return _SENSITIVE.sub(_replace, text)
+    kinds = _possible(text)
+    return _scanner(kinds).sub(_replace, text) if kinds else text
 
 
 def apply_redactors(text: str, redactors: Iterable[Redactor]) -> str:

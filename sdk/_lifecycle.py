@@ -26,7 +26,7 @@ from ._streams import StreamStats
 # pipeline (see _setup.deferred), so they may be slow but must only read what the call left.
 ResultHook = Callable[["Call", Any, dict[str, Any]], None]
 StreamHook = Callable[["Call", StreamStats, dict[str, Any]], None]
-Fill = Callable[[dict[str, Any]], None]
+Fill = Callable[["Call", dict[str, Any]], None]
 
 _REQUEST_PARAMS = {
     "temperature": "gen_ai.request.temperature",
@@ -59,18 +59,24 @@ class Call:
     """One traced invocation. Created by :func:`begin`; ended exactly once."""
 
     __slots__ = (
+        "aborted",
         "end_ns",
         "ended",
+        "error",
+        "fill",
         "input_tokens",
         "kwargs",
         "model",
+        "opts",
         "output_tokens",
         "queue_source",
         "queue_wait",
         "response_model",
+        "result",
         "span",
         "spec",
         "start_ns",
+        "stats",
         "token",
         "ttft_s",
     )
@@ -91,6 +97,14 @@ class Call:
         self.output_tokens: int | None = None
         self.ttft_s: float | None = None
         self.response_model: str | None = None
+        # How the call ended, kept on the call itself (no closures): while the export thread
+        # catches up, every object a queued span holds is more work for the app's garbage collector.
+        self.fill: Fill | None = None
+        self.result: Any = None
+        self.stats: StreamStats | None = None
+        self.aborted = False
+        self.error: BaseException | None = None
+        self.opts: _setup.Options | None = None
 
     def detach(self) -> None:
         if self.token is None:
@@ -102,24 +116,41 @@ class Call:
         self.token = None
 
     def end_result(self, result: Any) -> None:
+        if self.ended:
+            self.detach()
+            return
         if _setup.deferred() and type(result) is list:
             result = list(result)  # the app may sort or trim its list in place before export
-        self._end(lambda out: self.spec.on_result(self, result, out), None)
+        self.result = result
+        self._end(Call._fill_result, None)
 
     def end_stream(self, stats: StreamStats, error: BaseException | None, aborted: bool) -> None:
         """End after a stream: exhausted (``aborted=False``), failed, or closed/abandoned early."""
-        on_stream = self.spec.on_stream
-
-        def fill(out: dict[str, Any]) -> None:
-            if aborted:
-                out[_attrs.STREAM_ABORTED] = True
-            if on_stream is not None:
-                on_stream(self, stats, out)
-
-        self._end(fill, error)
+        if self.ended:
+            self.detach()
+            return
+        self.stats, self.aborted = stats, aborted
+        self._end(Call._fill_stream, error)
 
     def end_error(self, error: BaseException) -> None:
         self._end(None, error)
+
+    def _fill_result(self, out: dict[str, Any]) -> None:
+        self.spec.on_result(self, self.result, out)
+
+    def _fill_stream(self, out: dict[str, Any]) -> None:
+        if self.aborted:
+            out[_attrs.STREAM_ABORTED] = True
+        if self.spec.on_stream is not None and self.stats is not None:
+            self.spec.on_stream(self, self.stats, out)
+
+    def __call__(self) -> tuple[dict[str, Any], str | None]:
+        """The deferred work (see :func:`_export.defer`), run on the export thread."""
+        assert self.opts is not None
+        return _setup.bound(self.opts, self._finish)
+
+    def _finish(self) -> tuple[dict[str, Any], str | None]:
+        return self._attributes(self.fill, self.error)
 
     def _end(self, fill: Fill | None, error: BaseException | None) -> None:
         """The one way a call ends: detach, record (if sampled), end the span, count metrics. Once.
@@ -142,7 +173,8 @@ class Call:
                     _record_error(span, error)
                 if _setup.deferred():
                     self.kwargs = _snapshot(self.kwargs)
-                    _export.defer(span.get_span_context().span_id, lambda: self._attributes(fill, error))
+                    self.fill, self.error, self.opts = fill, error, _setup.options()
+                    _export.defer(span.get_span_context().span_id, self)
                     deferred = True
                 else:
                     out, name = self._attributes(fill, error)
@@ -155,13 +187,14 @@ class Call:
             span.end()
             if deferred:
                 _export.undefer(span.get_span_context().span_id)
+                self.span = None  # type: ignore[assignment]  # ended: the queued snapshot is what counts
 
     def _attributes(self, fill: Fill | None, error: BaseException | None) -> tuple[dict[str, Any], str | None]:
         """What the result adds to the span, and its final name (from the model that answered)."""
         out: dict[str, Any] = {}
         if fill is not None:
             try:
-                fill(out)
+                fill(self, out)
             except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
                 record_failure("span attributes", exc)
         self._record_metrics(error)

@@ -11,10 +11,10 @@ import atexit
 import logging
 import os
 import threading
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -33,18 +33,27 @@ from ._processor import AttributionProcessor
 
 logger = logging.getLogger("infersight.sdk")
 
+T = TypeVar("T")
+
 _SCOPE = "infersight.sdk"
 _DEFAULT_ENDPOINT = "http://localhost:4318"
 
 
 class Options:
-    """What the decorators capture; read on every call, so plain attributes."""
+    """What the decorators capture and how a span is finished; read on every call, so plain attributes.
+
+    One object per ``init``: a span finished on the export thread after ``shutdown`` (the queue
+    drains then) is finished with the options of the ``init`` it was recorded under (see
+    :func:`bound`), not with the defaults that ``shutdown`` restores.
+    """
 
     def __init__(self) -> None:
         self.capture_content = True
         self.max_content_chars = 16_384
         self.redactors: tuple[Redactor, ...] = (redact_builtin,)
         self.stall_threshold_s = 1.0
+        self.price_overrides: dict[str, ModelRates] = {}
+        self.instruments: Instruments | None = None
 
 
 class _State:
@@ -65,8 +74,6 @@ class _State:
         # finished attributes, so there the work stays on the caller's thread.
         self.deferred = False
         self.shutdown_timeout_s = 0.5
-        self.price_overrides: dict[str, ModelRates] = {}
-        self.instruments: Instruments | None = None
         self.meter_provider: MeterProvider | None = None
         self.owns_meter_provider = False
 
@@ -104,16 +111,31 @@ def initialised() -> bool:
     return _state.initialised
 
 
-def price_override(model: str) -> ModelRates | None:
-    return _state.price_overrides.get(model)
+_bound = threading.local()
 
 
 def options() -> Options:
-    return _state.options
+    bound: Options | None = getattr(_bound, "options", None)
+    return _state.options if bound is None else bound
+
+
+def bound(opts: Options, work: Callable[[], T]) -> T:
+    """Run ``work`` (on the export thread) with ``opts`` as :func:`options`."""
+    _bound.options = opts
+    try:
+        return work()
+    finally:
+        _bound.options = None
+
+
+def price_override(model: str) -> ModelRates | None:
+    return options().price_overrides.get(model)
 
 
 def instruments() -> Instruments | None:
-    return _state.instruments
+    """The GenAI histograms to record into, or ``None`` when they are not recorded."""
+    inst = options().instruments
+    return inst if inst is not None and inst.histograms else None
 
 
 def init(
@@ -135,6 +157,7 @@ def init(
     metrics_interval_s: float = 10.0,
     span_exporter: SpanExporter | None = None,
     shutdown_timeout_s: float = 0.5,
+    genai_metrics: bool | None = None,
 ) -> None:
     """Configure the SDK once per process.
 
@@ -164,6 +187,11 @@ def init(
             ``watch_queue`` gauges. Without one (and without a global SDK one), a provider
             exporting OTLP metrics to ``{endpoint}/v1/metrics`` every ``metrics_interval_s`` is
             created when ``export`` is on.
+        genai_metrics: record the GenAI client histograms (``gen_ai.client.operation.duration``,
+            ``gen_ai.client.token.usage``, ``gen_ai.client.operation.time_to_first_chunk``). By
+            default they are recorded into a meter provider the app gave (or set globally) and
+            not into the one created here: its metrics go to the infersight collector, which
+            stores the spans (they carry the same numbers) and not these series.
         span_exporter: export spans with this instead of OTLP/HTTP (a console or in-memory exporter).
         shutdown_timeout_s: how long :func:`shutdown`, and the exit of a process that never calls it,
             may wait for queued spans (default 0.5 s, which keeps exit under a second with the
@@ -179,7 +207,7 @@ def init(
         if _state.initialised:
             warnings.warn("infersight.sdk.init() was already called; ignoring this call", stacklevel=2)
             return
-        _state.price_overrides = _price_overrides(prices)
+        _state.options.price_overrides = _price_overrides(prices)
         _state.shutdown_timeout_s = _positive("shutdown_timeout_s", shutdown_timeout_s, 0.5)
         opts = _state.options
         opts.capture_content = bool(capture_content)
@@ -218,7 +246,8 @@ def init(
         _state.provider = provider
         _state.owns_provider = owns
         _state.deferred = owns and _state.processor is not None
-        _setup_metrics(meter_provider, endpoint, api_key, export, provider.resource, metrics_interval_s)
+        _setup_metrics(meter_provider, endpoint, api_key, export, provider.resource, metrics_interval_s,
+                       genai_metrics)
         _state.tracer = provider.get_tracer(_SCOPE)
         _state.initialised = True
         atexit.register(_exit)
@@ -231,6 +260,7 @@ def _setup_metrics(
     export: bool,
     resource: Resource,
     interval_s: float,
+    genai_metrics: bool | None,
 ) -> None:
     global_provider = metrics.get_meter_provider()
     if meter_provider is None and isinstance(global_provider, MeterProvider):
@@ -251,7 +281,8 @@ def _setup_metrics(
             logger.warning("infersight: metrics export disabled: %r", exc)
     if meter_provider is not None:
         _state.meter_provider = meter_provider
-        _state.instruments = Instruments(meter_provider.get_meter(_SCOPE))
+        histograms = not _state.owns_meter_provider if genai_metrics is None else bool(genai_metrics)
+        _state.options.instruments = Instruments(meter_provider.get_meter(_SCOPE), histograms=histograms)
 
 
 def _base_url(endpoint: str | None) -> str:
@@ -324,21 +355,21 @@ def shutdown(timeout_s: float | None = None) -> None:
     atexit.unregister(_exit)
     if processor is not None:
         processor.shutdown_timeout_s = max(timeout - 0.05, 0.0)  # leaves time to count what is left
-    deadline = time.monotonic() + max(timeout, 0.0)
-    workers = [threading.Thread(target=_stop, args=(t,), name="infersight-shutdown", daemon=True) for t in targets]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(max(deadline - time.monotonic(), 0.0))
-    if any(worker.is_alive() for worker in workers):
+    # In order: the span processor's deferred work records the GenAI histograms, so the meter
+    # provider's last export comes after it.
+    worker = threading.Thread(target=_stop, args=(targets,), name="infersight-shutdown", daemon=True)
+    worker.start()
+    worker.join(max(timeout, 0.0))
+    if worker.is_alive():
         logger.warning("infersight: shutdown did not finish within %.1f s; unsent telemetry is dropped", timeout)
 
 
-def _stop(target: Callable[[], object]) -> None:
-    try:
-        target()
-    except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
-        record_failure("shutdown", exc)
+def _stop(targets: list[Callable[[], object]]) -> None:
+    for target in targets:
+        try:
+            target()
+        except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
+            record_failure("shutdown", exc)
 
 
 def _exit() -> None:

@@ -7,6 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
@@ -18,11 +19,13 @@ def _value(v: Any) -> Any:
 
 
 class OtlpServer:
-    """Answers every POST with ``status``; with 200 it keeps the spans: ``[(name, trace_id, parent, attrs)]``."""
+    """Answers every POST with ``status``; with 200 it keeps the spans: ``[(name, trace_id, parent, attrs)]``,
+    and the names of the metrics it was sent."""
 
     def __init__(self, status: int = 200) -> None:
         self.status = status
         self.spans: list[tuple[str, bytes, bytes, dict[str, Any]]] = []
+        self.metric_names: set[str] = set()
         self.requests = 0
         outer = self
 
@@ -41,6 +44,12 @@ class OtlpServer:
                             for s in ss.spans:
                                 attrs = {a.key: _value(a.value) for a in s.attributes}
                                 outer.spans.append((s.name, s.trace_id, s.parent_span_id, attrs))
+                if outer.status == 200 and self.path == "/v1/metrics":
+                    metrics = ExportMetricsServiceRequest()
+                    metrics.ParseFromString(body)
+                    for rm in metrics.resource_metrics:
+                        for sm in rm.scope_metrics:
+                            outer.metric_names.update(m.name for m in sm.metrics)
                 self.send_response(outer.status)
                 self.send_header("Content-Length", "0")
                 if outer.status == 503:

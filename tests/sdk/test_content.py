@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infersight import sdk
 from infersight.sdk import redact_builtin
+from infersight.sdk._content import _PATTERNS, _replace
 
 
 @pytest.mark.parametrize(
@@ -31,6 +35,24 @@ def test_builtin_redaction(text, marker, secret):
 )
 def test_builtin_redaction_leaves_ordinary_numbers(text):
     assert redact_builtin(text) == text
+
+
+_EVERY_PATTERN = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _PATTERNS.items()))
+# Pieces that make the patterns match, half-match and collide with each other.
+_PIECES = st.sampled_from([
+    "jane.doe@example.com", "@", "a@b", "x@y.io", "+44 20 7946 0958", "+1", "+", "4111 1111 1111 1111",
+    "4111-1111-1111-1112", "1234567890123", "12", "0", "sk-", "sk-proj-abcdefghijklmnop12",
+    "AKIAIOSFODNN7EXAMPLE",
+    *(f"gh{c}_" + "a" * 30 for c in "pousr"), "xoxb-1234567890ab", "AIza" + "B" * 35,
+    "isk_" + "c" * 16, " ", "-", ".", "_", "\n", "é", "日本",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=12).map("".join))
+def test_builtin_redaction_matches_the_full_scan(text):
+    # The substring checks that skip impossible patterns must never change what is redacted.
+    assert redact_builtin(text) == _EVERY_PATTERN.sub(_replace, text)
 
 
 def messages(a):

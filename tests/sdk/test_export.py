@@ -162,3 +162,25 @@ def test_spans_finished_on_the_export_thread_are_stored_as_inline_ones(make_sdk)
     docs = json.loads(want[2][1]["gen_ai.retrieval.documents"])
     assert docs[0] == {"id": "d1", "score": 0.9, "content": "Refunds take 5 days. Mail [EMAIL]"}
     assert want[2][1]["gen_ai.retrieval.query.text"] == "where is my refund, [EMAIL]?"
+
+
+def test_spans_drained_at_shutdown_keep_the_settings_they_were_recorded_under():
+    # shutdown() restores the defaults before the queue drains: the spans still queued must not be
+    # finished under them (content captured against capture_content=False, a redactor skipped).
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    sdk.init(service_name="drain-app", span_exporter=exporter, capture_content=False,
+             prices={"house-model": {"input_mtok": 1.0, "output_mtok": 2.0}})
+
+    @sdk.traced_llm(provider="openai", model="house-model")
+    def ask(messages):
+        return {"usage": {"prompt_tokens": 30, "completion_tokens": 4}, "choices": [{"message": {"content": "ok"}}]}
+
+    ask(messages=[{"role": "user", "content": "my secret"}])
+    sdk.shutdown(timeout_s=5)  # the span waits for the batch delay (1 s): it is drained here
+    (span,) = exporter.get_finished_spans()
+    assert "gen_ai.input.messages" not in span.attributes
+    assert "gen_ai.output.messages" not in span.attributes
+    assert span.attributes["infersight.cost.source"] == "override"
+    assert span.attributes["infersight.cost.usd"] == pytest.approx(30 * 1e-6 + 4 * 2e-6)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import queue
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from infersight import sdk
-from infersight.sdk._metrics import DURATION_BUCKETS_S, TTFT_BUCKETS_S
+from infersight.sdk._metrics import DURATION_BUCKETS_S, QUEUE_DEPTH, TTFT_BUCKETS_S
+
+from .otlp_server import OtlpServer
+
+HISTOGRAMS = {"gen_ai.client.operation.duration", "gen_ai.client.token.usage"}
 
 
 def collect(reader):
@@ -63,3 +68,26 @@ def test_watch_queue_reports_depth_and_oldest_age(make_sdk):
     finally:
         watch.stop()
         broken.stop()
+
+
+@pytest.mark.parametrize("genai_metrics", [None, True])
+def test_own_metric_export_carries_histograms_only_when_asked(genai_metrics):
+    # The SDK's own OTLP metrics go to the collector, which stores spans and not these series:
+    # by default only the queue gauges are sent; genai_metrics=True sends the histograms too.
+    server = OtlpServer(200)
+    jobs: queue.Queue[int] = queue.Queue()
+    try:
+        sdk.init(service_name="metrics-app", endpoint=server.url, genai_metrics=genai_metrics)
+        watch = sdk.watch_queue("jobs", jobs.qsize)
+
+        @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+        def ask():
+            return {"usage": {"prompt_tokens": 30, "completion_tokens": 4}}
+
+        ask()
+        sdk.shutdown(timeout_s=5)  # the meter provider exports what it holds on shutdown
+        watch.stop()
+        assert QUEUE_DEPTH in server.metric_names
+        assert (server.metric_names >= HISTOGRAMS) is bool(genai_metrics)
+    finally:
+        server.stop()
