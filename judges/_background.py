@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,8 @@ class JudgeLoop:
     """Every ``every_s`` seconds, judge the sample of the last ``lookback_s`` of every project.
 
     Projects are ``projects`` or, by default, those with LLM spans in the look-back window,
-    found afresh each cycle. Each project has its own runner, so its own daily budget. Windows overlap on purpose: late
+    found afresh each cycle. Each project has its own runner, so its own daily budget, paced over
+    the UTC day by ``clock`` (Unix seconds; see :class:`Budget`). Windows overlap on purpose: late
     spans are picked up by the next cycle, and spans already answered are never judged twice.
     One project's failure is logged and the cycle goes on with the next. The collector's
     scheduler runs :meth:`run_once` every ``every_s`` (a failed cycle is logged there and retried
@@ -39,7 +40,8 @@ class JudgeLoop:
     def __init__(self, store: Store, judge: Judge, rubrics: Sequence[Rubric], *,
                  policy: SamplingPolicy | None = None, budget: Budget | None = Budget(),
                  concurrency: int = 4, every_s: float = 60.0, lookback_s: float = 3600.0,
-                 projects: Sequence[str] | None = None, close_judge: bool = False) -> None:
+                 projects: Sequence[str] | None = None, close_judge: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
         if not every_s > 0 or not lookback_s > 0:
             raise ValueError("The 'every_s' and 'lookback_s' parameters of JudgeLoop must be positive.")
         self.store = store
@@ -52,6 +54,7 @@ class JudgeLoop:
         self.lookback_s = lookback_s
         self.projects = list(projects) if projects is not None else None
         self.close_judge = close_judge
+        self.clock = clock
         self._runners: dict[str, JudgeRunner] = {}
         self._stop = threading.Event()
 
@@ -59,13 +62,13 @@ class JudgeLoop:
         if project not in self._runners:
             self._runners[project] = JudgeRunner(
                 self.store, self.judge, self.rubrics, project=project, sampler=Sampler(self.store, self.policy),
-                budget=self.budget, concurrency=self.concurrency,
+                budget=self.budget, concurrency=self.concurrency, clock=self.clock,
             )
         return self._runners[project]
 
     def run_once(self, now_ns: int | None = None) -> dict[str, RunReport]:
         """One cycle over every active project; blocking. Returns each project's report."""
-        now = time.time_ns() if now_ns is None else now_ns
+        now = int(self.clock() * 1e9) if now_ns is None else now_ns
         since = now - int(self.lookback_s * 1e9)
         reports: dict[str, RunReport] = {}
         for project in self._active_projects(since):

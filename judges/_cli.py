@@ -137,9 +137,10 @@ def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--judge-rate", type=click.FloatRange(0, 1), default=0.02, show_default=True,
                      help="Share of spans judged (small tenants and routes get more; see 'judge run')."),
         click.option("--judge-max-calls", type=click.IntRange(0), default=2000, show_default=True,
-                     help="Daily judge calls per project."),
+                     help="Daily judge calls per project, paced over the UTC day (one hour's share at 00:00, "
+                          "the rest evenly until midnight), so every hour gets judgements."),
         click.option("--judge-max-usd", type=click.FloatRange(0), default=5.0, show_default=True,
-                     help="Daily judge dollars per project."),
+                     help="Daily judge dollars per project, paced like --judge-max-calls."),
         click.option("--judge-price-input-mtok", type=float, default=None),
         click.option("--judge-price-output-mtok", type=float, default=None),
         click.option("--judge-interval", type=click.FloatRange(1), default=60.0, show_default=True,
@@ -185,13 +186,16 @@ def judge() -> None:
 @click.option("--flagged-rate", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="Sampling rate of spans a detector flagged.")
 @click.option("--max-calls", type=click.IntRange(0), default=2000, show_default=True,
-              help="Daily budget in judge calls.")
+              help="Daily budget in judge calls (shared with the collector's background judge).")
 @click.option("--max-usd", type=click.FloatRange(0), default=5.0, show_default=True, help="Daily budget in dollars.")
+@click.option("--pace/--no-pace", default=True, show_default=True,
+              help="Spread the daily budget over the UTC day (one hour's share at 00:00, the rest evenly); "
+                   "--no-pace lets a backfill spend what is left of today's budget now.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar on stderr.")
 @_judge_options
 @_store_options
 def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate: float, min_per_stratum: int,
-                flagged_rate: float, max_calls: int, max_usd: float, progress: bool, data_dir: Path,
+                flagged_rate: float, max_calls: int, max_usd: float, pace: bool, progress: bool, data_dir: Path,
                 project: str, **opts: Any) -> None:
     """Sample spans since --since and judge them (a backfill with --since 7d)."""
     from ._budget import Budget
@@ -205,9 +209,13 @@ def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate
     with _store(data_dir) as store, contextlib.closing(judge_client):
         sampler = Sampler(store, SamplingPolicy(rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate))
         runner = JudgeRunner(store, judge_client, rubrics, project=project, sampler=sampler,
-                             budget=Budget(max_calls=max_calls, max_usd=max_usd), concurrency=opts["concurrency"])
+                             budget=Budget(max_calls=max_calls, max_usd=max_usd, paced=pace),
+                             concurrency=opts["concurrency"])
         report = runner.run(since_ns, until_ns, progress=progress)
     click.echo(report.summary())
+    if report.stopped == "budget" and pace and "paced" in report.budget_refusal:
+        click.echo("The daily budget is paced over the UTC day; --no-pace spends what is left of today's now.",
+                   err=True)
     if report.stopped and report.stopped != "budget":
         raise CannotEvaluate(f"judging stopped early: {report.stopped}")
 

@@ -56,10 +56,10 @@ def score_row(span: SampledSpan, rubric: Rubric, verdict: Verdict, source: str,
 
 def call_row(span: SampledSpan, rubric: Rubric, judge_model: str, purpose: str, outcome: str, *,
              attempts: int, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float | None = None,
-             latency_s: float = 0.0, error: str = "") -> dict[str, Any]:
+             latency_s: float = 0.0, error: str = "", ts_ns: int | None = None) -> dict[str, Any]:
     return {
         "project": span.project,
-        "ts": ts_text(time.time_ns()),
+        "ts": ts_text(ts_ns if ts_ns is not None else time.time_ns()),
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "judge_model": judge_model,
