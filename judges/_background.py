@@ -15,8 +15,8 @@ from pathlib import Path
 
 from infersight.collector.store import Store
 
-from ._budget import Budget
-from ._client import Judge, JudgeClient, chat_completions_url
+from ._budget import Budget, require_price, unpriced_judge_message
+from ._client import Judge, JudgeClient, chat_completions_url, known_price
 from ._rubrics import Rubric, load_rubrics, select_rubrics
 from ._runner import JudgeRunner, RunReport
 from ._sampler import Sampler, SamplingPolicy
@@ -44,6 +44,7 @@ class JudgeLoop:
                  clock: Callable[[], float] = time.time) -> None:
         if not every_s > 0 or not lookback_s > 0:
             raise ValueError("The 'every_s' and 'lookback_s' parameters of JudgeLoop must be positive.")
+        require_price(budget, judge)
         self.store = store
         self.judge = judge
         self.rubrics = list(rubrics)
@@ -113,8 +114,11 @@ class JudgeSettings:
         rubrics: ids of the rubrics applied to each sampled span.
         rubrics_dir: a folder of custom rubrics (with its ``rubrics.lock.json``).
         rate, min_per_stratum, flagged_rate: the :class:`SamplingPolicy`.
-        max_calls_per_day, max_usd_per_day: the daily :class:`Budget` per project (``None``: no cap).
+        max_calls_per_day, max_usd_per_day: the daily :class:`Budget` per project, paced over the
+            UTC day (``None``: no cap of that kind).
         price_input_mtok, price_output_mtok: the judge's price when genai-prices lacks the model.
+            With a dollar cap, a model genai-prices lacks and no price given is refused here
+            (``ValueError``), so the collector does not start with a cap that cannot count.
         every_s, lookback_s: how often a cycle runs and how far back it looks.
         concurrency: judge calls in flight at most.
     """
@@ -142,6 +146,11 @@ class JudgeSettings:
         self.budget()
         if (self.price_input_mtok is None) != (self.price_output_mtok is None):
             raise ValueError("The judge price needs both 'price_input_mtok' and 'price_output_mtok', or neither.")
+        unpriced = self.price_input_mtok is None and not known_price(self.provider, self.model)
+        if self.max_usd_per_day is not None and unpriced:
+            raise ValueError(unpriced_judge_message(
+                self.model, self.max_usd_per_day, give_price="--judge-price-input-mtok and --judge-price-output-mtok",
+                no_cap="--judge-max-usd none"))
         if not self.rubrics:
             raise ValueError("The 'rubrics' judge setting must name at least one rubric.")
         if not self.every_s > 0 or not self.lookback_s > 0:

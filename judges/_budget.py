@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from infersight.collector.store import Store
 
+from ._client import Judge
 from ._records import PURPOSE_SAMPLE, spend_today
 
 DAY_S = 86400.0
+logger = logging.getLogger("infersight.judges")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,12 @@ class Budget:
     background runner and ``judge run``) draws on it; panel comparisons are deliberate runs
     whose spend is recorded in the same ledger but not capped, so a CI gate never stops
     half-way for budget.
+
+    A dollar cap needs the judge's price. A judge whose price is unknown is refused before it
+    starts (:func:`require_price`); should an answered call still come back without a cost,
+    dollar-capped judging stops for the rest of the UTC day (with a warning), since the cap can
+    no longer be checked. An answer without token usage is costed at an upper bound by
+    :class:`~._client.JudgeClient`, so it counts against the cap at no less than it cost.
     """
 
     max_calls: int | None = 2000
@@ -80,14 +89,17 @@ class BudgetTracker:
         self.calls = 0
         self.usd = 0.0
         self._costed = 0
+        self._uncosted = 0
         self._in_flight = 0
         self.refusal = ""
+        self._warned_uncosted = False
 
     def _refresh(self, now_s: float) -> None:
         day = int(now_s // DAY_S)
         if day != self._day:
             self._day = day
-            self.calls, self.usd, self._costed = spend_today(self.store, self.project, PURPOSE_SAMPLE, now_s)
+            self.calls, self.usd, self._costed, self._uncosted = spend_today(
+                self.store, self.project, PURPOSE_SAMPLE, now_s)
 
     def _average_usd(self) -> float:
         return self.usd / self._costed if self._costed else 0.0
@@ -109,18 +121,38 @@ class BudgetTracker:
             return f"{self.calls + self._in_flight} of {b.max_calls} calls used today" + _paced_note(share, now_s)
         if b.max_usd is None:
             return ""
+        if self._uncosted:
+            self._warn_uncosted()
+            return (f"{self._uncosted} answered judge calls today have no known cost, so the ${b.max_usd:g} cap "
+                    "cannot be checked")
         limit = b.max_usd * share
         if self.usd >= limit or self.usd + (self._in_flight + 1) * self._average_usd() > limit:
             return f"${self.usd:.4f} of ${b.max_usd:g} spent today" + _paced_note(share, now_s)
         return ""
 
-    def settle(self, calls: int, cost_usd: float | None) -> None:
-        """A reserved judgement finished after ``calls`` HTTP requests costing ``cost_usd``."""
+    def _warn_uncosted(self) -> None:
+        if not self._warned_uncosted:
+            self._warned_uncosted = True
+            logger.warning(
+                "project %r: %d judge calls today were answered with no known cost, so the daily dollar cap "
+                "($%g) cannot be checked; sampled judging stops until 00:00 UTC. Give the judge's price "
+                "(--judge-price-input-mtok and --judge-price-output-mtok) or turn the dollar cap off.",
+                self.project, self._uncosted, self.budget.max_usd,
+            )
+
+    def settle(self, calls: int, cost_usd: float | None, *, answered: bool = True) -> None:
+        """A reserved judgement finished after ``calls`` HTTP requests costing ``cost_usd``.
+
+        ``answered``: the judge replied, so the call was paid for; without a cost, the dollar cap
+        can no longer be checked today. (Failed calls without a cost were not answered.)
+        """
         self._in_flight = max(0, self._in_flight - 1)
         self.calls += calls
         if cost_usd is not None:
             self.usd += cost_usd
             self._costed += 1
+        elif answered:
+            self._uncosted += 1
 
     def release(self) -> None:
         """A reserved judgement was not attempted (e.g. the breaker was open)."""
@@ -131,3 +163,21 @@ def _paced_note(share: float, now_s: float) -> str:
     if share >= 1:
         return ""
     return f" (paced: {share:.0%} of the day's budget by {time.strftime('%H:%M', time.gmtime(now_s))} UTC)"
+
+
+def unpriced_judge_message(model: str, max_usd: float, *, give_price: str, no_cap: str) -> str:
+    """Why a judge with no known price cannot run under a dollar cap, and the two ways out."""
+    return (f"The judge model {model!r} has no known price (genai-prices lacks it), so the daily dollar cap "
+            f"(${max_usd:g}) could not be enforced. Give its price with {give_price} (USD per million tokens; "
+            f"0 and 0 for a free self-hosted model), or turn the dollar cap off with {no_cap} "
+            "(the call cap still holds).")
+
+
+def require_price(budget: Budget | None, judge: Judge) -> None:
+    """Raise ``ValueError`` when ``budget`` caps dollars and ``judge`` says its price is unknown
+    (``price_known = False``, as :class:`~._client.JudgeClient` does for a model genai-prices
+    lacks when no ``prices`` were given). A dollar cap that cannot count is refused, not ignored."""
+    if budget is None or budget.max_usd is None or getattr(judge, "price_known", True):
+        return
+    raise ValueError(unpriced_judge_message(judge.model, budget.max_usd, give_price="JudgeClient(prices=...)",
+                                            no_cap="Budget(max_usd=None)"))

@@ -17,7 +17,7 @@ from typing import Any
 from infersight.collector.store import Store
 
 from . import _records
-from ._budget import Budget, BudgetTracker
+from ._budget import Budget, BudgetTracker, require_price
 from ._client import Judge
 from ._errors import CircuitOpen, InvalidVerdict, JudgeCallError, RubricError
 from ._rubrics import Rubric
@@ -25,6 +25,7 @@ from ._sampler import Sampler
 from ._types import SampledSpan, Verdict
 
 _FLUSH_EVERY = 100
+ESTIMATED_COST_NOTE = "cost is an upper bound: the judge reported no token usage"
 RENDER_ERROR = "render_error"
 CIRCUIT_OPEN = "circuit_open"
 
@@ -47,11 +48,17 @@ class Judgement:
     output_tokens: int = 0
     latency_s: float = 0.0
     error: str = ""
+    cost_estimated: bool = False
 
     @property
     def called(self) -> bool:
         """Whether the judge was actually asked (so the call belongs in the ledger)."""
         return self.outcome not in (CIRCUIT_OPEN, RENDER_ERROR)
+
+    @property
+    def answered(self) -> bool:
+        """Whether the judge replied, valid or not (so the call was paid for)."""
+        return self.outcome in (_records.OUTCOME_OK, "invalid_verdict")
 
 
 def judge_one(judge: Judge, rubric: Rubric, span: SampledSpan) -> Judgement:
@@ -68,13 +75,16 @@ def judge_one(judge: Judge, rubric: Rubric, span: SampledSpan) -> Judgement:
     except InvalidVerdict as exc:
         return Judgement(span, rubric, exc.kind, attempts=exc.attempts, cost_usd=exc.cost_usd,
                          input_tokens=exc.input_tokens, output_tokens=exc.output_tokens,
-                         latency_s=time.perf_counter() - started, error=str(exc))
+                         latency_s=time.perf_counter() - started, cost_estimated=exc.cost_estimated,
+                         error=f"{exc}; {ESTIMATED_COST_NOTE}" if exc.cost_estimated else str(exc))
     except JudgeCallError as exc:
         return Judgement(span, rubric, exc.kind, attempts=exc.attempts,
                          latency_s=time.perf_counter() - started, error=str(exc))
     return Judgement(span, rubric, _records.OUTCOME_OK, verdict=verdict, attempts=verdict.attempts,
                      cost_usd=verdict.cost_usd, input_tokens=verdict.input_tokens,
-                     output_tokens=verdict.output_tokens, latency_s=verdict.latency_s)
+                     output_tokens=verdict.output_tokens, latency_s=verdict.latency_s,
+                     error=ESTIMATED_COST_NOTE if verdict.cost_estimated else "",
+                     cost_estimated=verdict.cost_estimated)
 
 
 @dataclass
@@ -168,7 +178,7 @@ def execute(
         report.add(judgement)
         if budget is not None:
             if judgement.called:
-                budget.settle(judgement.attempts, judgement.cost_usd)
+                budget.settle(judgement.attempts, judgement.cost_usd, answered=judgement.answered)
             else:
                 budget.release()
         now_ns = int(clock() * 1e9)
@@ -261,6 +271,7 @@ class JudgeRunner:
         project: the project whose spans are judged.
         sampler: which spans; a default :class:`Sampler` on ``store`` if omitted.
         budget: the daily cap, paced over the UTC day (see :class:`~._budget.Budget`); ``None`` for none.
+            With a dollar cap, a judge whose price is unknown is refused (``ValueError``).
         concurrency: judge calls in flight at most.
         clock: Unix seconds; what the budget's day and pace and the ledger's times are read from.
 
@@ -274,6 +285,7 @@ class JudgeRunner:
                  clock: Callable[[], float] = time.time) -> None:
         if not rubrics:
             raise ValueError("The 'rubrics' parameter of JudgeRunner must name at least one rubric.")
+        require_price(budget, judge)
         self.store = store
         self.judge = judge
         self.rubrics = list(rubrics)
