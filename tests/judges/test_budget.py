@@ -1,8 +1,9 @@
-"""The daily budget paced over a simulated UTC day: every hour gets judgements, the day's cap holds.
+"""The daily budget: paced over a simulated UTC day (every hour gets judgements, the day's cap
+holds), and a dollar cap that refuses to run blind (unpriced judges, answers without usage).
 
 The day is driven by an explicit clock (no sleeping) against the suite's real chDB store; the
 judge answers in-process, since a day's 2000 judgements over HTTP would cost seconds that the
-client's own tests already spend.
+client's own tests already spend. The price checks use the local judge server.
 """
 
 from __future__ import annotations
