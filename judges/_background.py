@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from infersight.collector.store import Store
 
-from ._budget import Budget
-from ._client import Judge, JudgeClient, chat_completions_url
+from ._budget import Budget, require_price, unpriced_judge_message
+from ._client import Judge, JudgeClient, chat_completions_url, known_price
 from ._rubrics import Rubric, load_rubrics, select_rubrics
 from ._runner import JudgeRunner, RunReport
 from ._sampler import Sampler, SamplingPolicy
@@ -29,7 +29,8 @@ class JudgeLoop:
     """Every ``every_s`` seconds, judge the sample of the last ``lookback_s`` of every project.
 
     Projects are ``projects`` or, by default, those with LLM spans in the look-back window,
-    found afresh each cycle. Each project has its own runner, so its own daily budget. Windows overlap on purpose: late
+    found afresh each cycle. Each project has its own runner, so its own daily budget, paced over
+    the UTC day by ``clock`` (Unix seconds; see :class:`Budget`). Windows overlap on purpose: late
     spans are picked up by the next cycle, and spans already answered are never judged twice.
     One project's failure is logged and the cycle goes on with the next. The collector's
     scheduler runs :meth:`run_once` every ``every_s`` (a failed cycle is logged there and retried
@@ -39,9 +40,11 @@ class JudgeLoop:
     def __init__(self, store: Store, judge: Judge, rubrics: Sequence[Rubric], *,
                  policy: SamplingPolicy | None = None, budget: Budget | None = Budget(),
                  concurrency: int = 4, every_s: float = 60.0, lookback_s: float = 3600.0,
-                 projects: Sequence[str] | None = None, close_judge: bool = False) -> None:
+                 projects: Sequence[str] | None = None, close_judge: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
         if not every_s > 0 or not lookback_s > 0:
             raise ValueError("The 'every_s' and 'lookback_s' parameters of JudgeLoop must be positive.")
+        require_price(budget, judge)
         self.store = store
         self.judge = judge
         self.rubrics = list(rubrics)
@@ -52,6 +55,7 @@ class JudgeLoop:
         self.lookback_s = lookback_s
         self.projects = list(projects) if projects is not None else None
         self.close_judge = close_judge
+        self.clock = clock
         self._runners: dict[str, JudgeRunner] = {}
         self._stop = threading.Event()
 
@@ -59,13 +63,13 @@ class JudgeLoop:
         if project not in self._runners:
             self._runners[project] = JudgeRunner(
                 self.store, self.judge, self.rubrics, project=project, sampler=Sampler(self.store, self.policy),
-                budget=self.budget, concurrency=self.concurrency,
+                budget=self.budget, concurrency=self.concurrency, clock=self.clock,
             )
         return self._runners[project]
 
     def run_once(self, now_ns: int | None = None) -> dict[str, RunReport]:
         """One cycle over every active project; blocking. Returns each project's report."""
-        now = time.time_ns() if now_ns is None else now_ns
+        now = int(self.clock() * 1e9) if now_ns is None else now_ns
         since = now - int(self.lookback_s * 1e9)
         reports: dict[str, RunReport] = {}
         for project in self._active_projects(since):
@@ -110,8 +114,11 @@ class JudgeSettings:
         rubrics: ids of the rubrics applied to each sampled span.
         rubrics_dir: a folder of custom rubrics (with its ``rubrics.lock.json``).
         rate, min_per_stratum, flagged_rate: the :class:`SamplingPolicy`.
-        max_calls_per_day, max_usd_per_day: the daily :class:`Budget` per project (``None``: no cap).
+        max_calls_per_day, max_usd_per_day: the daily :class:`Budget` per project, paced over the
+            UTC day (``None``: no cap of that kind).
         price_input_mtok, price_output_mtok: the judge's price when genai-prices lacks the model.
+            With a dollar cap, a model genai-prices lacks and no price given is refused here
+            (``ValueError``), so the collector does not start with a cap that cannot count.
         every_s, lookback_s: how often a cycle runs and how far back it looks.
         concurrency: judge calls in flight at most.
     """
@@ -139,6 +146,11 @@ class JudgeSettings:
         self.budget()
         if (self.price_input_mtok is None) != (self.price_output_mtok is None):
             raise ValueError("The judge price needs both 'price_input_mtok' and 'price_output_mtok', or neither.")
+        unpriced = self.price_input_mtok is None and not known_price(self.provider, self.model)
+        if self.max_usd_per_day is not None and unpriced:
+            raise ValueError(unpriced_judge_message(
+                self.model, self.max_usd_per_day, give_price="--judge-price-input-mtok and --judge-price-output-mtok",
+                no_cap="--judge-max-usd none"))
         if not self.rubrics:
             raise ValueError("The 'rubrics' judge setting must name at least one rubric.")
         if not self.every_s > 0 or not self.lookback_s > 0:

@@ -27,6 +27,27 @@ class CannotEvaluate(click.ClickException):
     exit_code = CANNOT_EVALUATE
 
 
+class _Cap(click.ParamType):
+    """A daily cap: a number >= 0, or ``none`` for no cap of that kind."""
+
+    def __init__(self, kind: type[int] | type[float]) -> None:
+        self.kind = kind
+        self.name = f"{kind.__name__}|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, self.kind):
+            return value
+        if str(value).strip().lower() == "none":
+            return None
+        try:
+            cap = self.kind(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number or 'none'", param, ctx)
+        if not cap >= 0:
+            self.fail(f"{value!r} must be >= 0 or 'none'", param, ctx)
+        return cap
+
+
 def _since_ns(value: str, param: str = "--since") -> int:
     from infersight.collector.errors import BadRequest
     from infersight.collector.store import since_to_unix_ns
@@ -136,12 +157,17 @@ def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--judge-rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None),
         click.option("--judge-rate", type=click.FloatRange(0, 1), default=0.02, show_default=True,
                      help="Share of spans judged (small tenants and routes get more; see 'judge run')."),
-        click.option("--judge-max-calls", type=click.IntRange(0), default=2000, show_default=True,
-                     help="Daily judge calls per project."),
-        click.option("--judge-max-usd", type=click.FloatRange(0), default=5.0, show_default=True,
-                     help="Daily judge dollars per project."),
-        click.option("--judge-price-input-mtok", type=float, default=None),
-        click.option("--judge-price-output-mtok", type=float, default=None),
+        click.option("--judge-max-calls", type=_Cap(int), default=2000, show_default=True,
+                     help="Daily judge calls per project, paced over the UTC day (one hour's share at 00:00, "
+                          "the rest evenly until midnight), so every hour gets judgements."),
+        click.option("--judge-max-usd", type=_Cap(float), default=5.0, show_default=True,
+                     help="Daily judge dollars per project, paced like --judge-max-calls; 'none' for no "
+                          "dollar cap. A judge model genai-prices lacks needs --judge-price-input-mtok and "
+                          "--judge-price-output-mtok with a cap, or the collector refuses to start."),
+        click.option("--judge-price-input-mtok", type=float, default=None,
+                     help="Judge price, USD per million input tokens (for models genai-prices lacks)."),
+        click.option("--judge-price-output-mtok", type=float, default=None,
+                     help="Judge price, USD per million output tokens."),
         click.option("--judge-interval", type=click.FloatRange(1), default=60.0, show_default=True,
                      help="Seconds between judge cycles."),
     ]
@@ -184,17 +210,22 @@ def judge() -> None:
               help="Expected judged spans per tenant and route at least.")
 @click.option("--flagged-rate", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="Sampling rate of spans a detector flagged.")
-@click.option("--max-calls", type=click.IntRange(0), default=2000, show_default=True,
-              help="Daily budget in judge calls.")
-@click.option("--max-usd", type=click.FloatRange(0), default=5.0, show_default=True, help="Daily budget in dollars.")
+@click.option("--max-calls", type=_Cap(int), default=2000, show_default=True,
+              help="Daily budget in judge calls (shared with the collector's background judge); 'none': no cap.")
+@click.option("--max-usd", type=_Cap(float), default=5.0, show_default=True,
+              help="Daily budget in dollars; 'none': no dollar cap. With a cap, a judge model genai-prices lacks "
+                   "needs --price-input-mtok and --price-output-mtok, or the run is refused.")
+@click.option("--pace/--no-pace", default=True, show_default=True,
+              help="Spread the daily budget over the UTC day (one hour's share at 00:00, the rest evenly); "
+                   "--no-pace lets a backfill spend what is left of today's budget now.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar on stderr.")
 @_judge_options
 @_store_options
 def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate: float, min_per_stratum: int,
-                flagged_rate: float, max_calls: int, max_usd: float, progress: bool, data_dir: Path,
-                project: str, **opts: Any) -> None:
+                flagged_rate: float, max_calls: int | None, max_usd: float | None, pace: bool, progress: bool,
+                data_dir: Path, project: str, **opts: Any) -> None:
     """Sample spans since --since and judge them (a backfill with --since 7d)."""
-    from ._budget import Budget
+    from ._budget import Budget, unpriced_judge_message
     from ._runner import JudgeRunner
     from ._sampler import Sampler, SamplingPolicy
 
@@ -202,12 +233,21 @@ def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate
     until_ns = _since_ns(until, "--until") if until else time.time_ns()
     rubrics = _rubrics(opts, rubric_ids)
     judge_client = _make_judge(opts)
+    if max_usd is not None and not judge_client.price_known:
+        judge_client.close()
+        raise click.UsageError(unpriced_judge_message(
+            judge_client.model, max_usd, give_price="--price-input-mtok and --price-output-mtok",
+            no_cap="--max-usd none"))
     with _store(data_dir) as store, contextlib.closing(judge_client):
         sampler = Sampler(store, SamplingPolicy(rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate))
         runner = JudgeRunner(store, judge_client, rubrics, project=project, sampler=sampler,
-                             budget=Budget(max_calls=max_calls, max_usd=max_usd), concurrency=opts["concurrency"])
+                             budget=Budget(max_calls=max_calls, max_usd=max_usd, paced=pace),
+                             concurrency=opts["concurrency"])
         report = runner.run(since_ns, until_ns, progress=progress)
     click.echo(report.summary())
+    if report.stopped == "budget" and pace and "paced" in report.budget_refusal:
+        click.echo("The daily budget is paced over the UTC day; --no-pace spends what is left of today's now.",
+                   err=True)
     if report.stopped and report.stopped != "budget":
         raise CannotEvaluate(f"judging stopped early: {report.stopped}")
 

@@ -12,8 +12,10 @@ own latency, tokens and cost show up like any other model's.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -27,6 +29,9 @@ from ._errors import CircuitOpen, InvalidVerdict, JudgeRejected, TransientJudgeE
 from ._types import JUDGE_ROUTE, JUDGE_TENANT, SCORE_MAX, SCORE_MIN, Verdict
 
 REASON_MAX_CHARS = 500
+# Chat templates add a few tokens per message (role, separators) and to prime the reply.
+_TEMPLATE_TOKENS_PER_MESSAGE = 16
+logger = logging.getLogger("infersight.judges")
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\n?(.*?)\n?```\Z", re.DOTALL | re.IGNORECASE)
 
@@ -41,6 +46,9 @@ class Judge(Protocol):
     ``JudgeRejected``, ``InvalidVerdict``) or :class:`~._errors.CircuitOpen`; never anything else
     on purpose, and never a partial verdict. ``model`` names the judge model: scores are only
     comparable within one.
+
+    A judge that cannot price its calls may say so with ``price_known = False`` (as
+    :class:`JudgeClient` does): runners with a dollar cap then refuse it before they start.
     """
 
     @property
@@ -139,7 +147,12 @@ class JudgeClient:
         breaker: stops calls after repeated failures; one with default settings if omitted.
         prices: ``{"input_mtok": ..., "output_mtok": ...}`` USD per million tokens, for judge
             models genai-prices does not know (self-hosted); otherwise genai-prices is asked and
-            an unknown model's cost is ``None``, never a guess.
+            an unknown model's cost is ``None``, never a guess (``price_known`` is then False,
+            and a warning is logged once at the first such answer). An answer without token
+            usage is costed at an upper bound, flagged ``cost_estimated`` and warned about once:
+            every byte of the prompt's text a token, plus 16 per message and 16 for the reply's
+            template (a token of a byte-level BPE vocabulary, OpenAI's or Llama's, covers at
+            least one byte), and ``max_tokens`` output tokens.
         json_mode: send ``response_format: {"type": "json_object"}``; turn off for servers that
             reject the parameter.
         temperature, max_tokens: sent with every request.
@@ -189,6 +202,9 @@ class JudgeClient:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self._price = _pricer(provider, model, prices)
+        self.price_known = prices is not None or known_price(provider, model)
+        self._warned: set[str] = set()
+        self._warn_lock = threading.Lock()
         self._sleep = sleep
         self._rng = rng or random.Random()
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
@@ -252,7 +268,7 @@ class JudgeClient:
                 ) from error
             self._sleep(self._backoff_s(attempt, retry_after))
             attempt += 1
-        return self._verdict(body, attempt + 1, time.perf_counter() - started)
+        return self._verdict(body, messages, attempt + 1, time.perf_counter() - started)
 
     def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:
         if retry_after_s is not None:
@@ -280,13 +296,20 @@ class JudgeClient:
             # Returned, not raised: the HTTP call worked; the verdict check below fails it.
             return response.text
 
-    def _verdict(self, body: Any, attempts: int, latency_s: float) -> Verdict:
+    def _verdict(self, body: Any, messages: list[Mapping[str, str]], attempts: int, latency_s: float) -> Verdict:
         usage = body.get("usage") if isinstance(body, dict) else None
         if not isinstance(usage, dict):
             usage = {}
-        input_tokens = _count(usage.get("prompt_tokens"))
-        output_tokens = _count(usage.get("completion_tokens"))
-        cost = self._price(input_tokens, output_tokens)
+        reported_input, reported_output = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        input_tokens, output_tokens = reported_input or 0, reported_output or 0
+        estimated = reported_input is None or reported_output is None
+        if estimated:
+            # Unknown usage must not count as free against a dollar cap: cost what it can have cost at most.
+            cost = self._price(_prompt_token_bound(messages) if reported_input is None else reported_input,
+                               self.max_tokens if reported_output is None else reported_output)
+        else:
+            cost = self._price(input_tokens, output_tokens)
+        self._warn_uncosted(estimated, cost)
         try:
             if not isinstance(body, dict):
                 raise InvalidVerdict(
@@ -295,11 +318,35 @@ class JudgeClient:
             score, reason = parse_verdict(_content(body))
         except InvalidVerdict as exc:
             raise InvalidVerdict(str(exc), attempts=attempts, input_tokens=input_tokens,
-                                 output_tokens=output_tokens, cost_usd=cost) from None
+                                 output_tokens=output_tokens, cost_usd=cost,
+                                 cost_estimated=estimated and cost is not None) from None
         return Verdict(
             score=score, reason=reason, judge_model=self._model, latency_s=latency_s, attempts=attempts,
             input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+            cost_estimated=estimated and cost is not None,
         )
+
+    def _warn_uncosted(self, estimated: bool, cost: float | None) -> None:
+        """Log once per client per kind: a judge's spend that cannot be known exactly is news."""
+        kind = "unpriced" if cost is None else "no_usage" if estimated else ""
+        if not kind:
+            return
+        with self._warn_lock:
+            if kind in self._warned:
+                return
+            self._warned.add(kind)
+        if kind == "unpriced":
+            logger.warning(
+                "judge model %r (provider %r) has no known price: its calls are recorded with an unknown cost, "
+                "and a daily dollar cap cannot be checked; give its price (--price-input-mtok and "
+                "--price-output-mtok, or JudgeClient(prices=...)). Logged once.", self._model, self.provider,
+            )
+        else:
+            logger.warning(
+                "judge %r at %s answered without token usage: such calls are costed at an upper bound "
+                "(every prompt byte a token, and max_tokens=%d output tokens) and flagged as estimates. "
+                "Logged once.", self._model, self.url, self.max_tokens,
+            )
 
 
 def _content(body: dict[str, Any]) -> str:
@@ -313,8 +360,18 @@ def _content(body: dict[str, Any]) -> str:
     return content
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _prompt_token_bound(messages: Sequence[Mapping[str, str]]) -> int:
+    text_bytes = sum(len(str(m.get("content", "")).encode()) for m in messages)
+    return text_bytes + _TEMPLATE_TOKENS_PER_MESSAGE * (len(messages) + 1)
+
+
+def known_price(provider: str, model: str) -> bool:
+    """Whether genai-prices (or the SDK's price overrides) knows what ``model`` costs."""
+    return sdk.cost_usd(model, input_tokens=1, output_tokens=1, provider=provider) is not None
 
 
 def _error_detail(response: httpx.Response) -> str:

@@ -52,12 +52,13 @@ class InvalidVerdict(JudgeCallError):
     kind = "invalid_verdict"
 
     def __init__(self, message: str, *, attempts: int = 1, input_tokens: int = 0, output_tokens: int = 0,
-                 cost_usd: float | None = None) -> None:
+                 cost_usd: float | None = None, cost_estimated: bool = False) -> None:
         super().__init__(message, attempts=attempts)
         # The judge did answer, so the call was paid for: the runner records the spend.
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.cost_usd = cost_usd
+        self.cost_estimated = cost_estimated
 
 
 class CircuitOpen(JudgeError):

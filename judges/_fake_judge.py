@@ -7,7 +7,7 @@ Failures can be scripted per request (:meth:`FakeJudge.script`) or triggered by 
 ``[[judge=<failure>]]`` marker in the answer. Failures: ``429``, ``500``, ``503``, ``400``,
 ``401``, ``timeout`` (answers after ``slow_s``), ``garbage`` (prose, not JSON), ``badscore``
 (score 7), ``html`` (an HTTP 200 whose body is not JSON at all), ``fenced`` (a valid verdict in
-a Markdown code fence).
+a Markdown code fence), ``nousage`` (a valid verdict without the ``usage`` object).
 """
 
 from __future__ import annotations
@@ -133,7 +133,10 @@ class FakeJudge:
         verdict = json.dumps({"score": score, "reason": f"rule-based verdict {score}"})
         if failure == "fenced":
             verdict = f"```json\n{verdict}\n```"
-        return 200, self._completion(request, verdict)
+        completion = self._completion(request, verdict)
+        if failure == "nousage":
+            del completion["usage"]
+        return 200, completion
 
     @staticmethod
     def _score(answer: str) -> int:

@@ -56,10 +56,10 @@ def score_row(span: SampledSpan, rubric: Rubric, verdict: Verdict, source: str,
 
 def call_row(span: SampledSpan, rubric: Rubric, judge_model: str, purpose: str, outcome: str, *,
              attempts: int, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float | None = None,
-             latency_s: float = 0.0, error: str = "") -> dict[str, Any]:
+             latency_s: float = 0.0, error: str = "", ts_ns: int | None = None) -> dict[str, Any]:
     return {
         "project": span.project,
-        "ts": ts_text(time.time_ns()),
+        "ts": ts_text(ts_ns if ts_ns is not None else time.time_ns()),
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "judge_model": judge_model,
@@ -124,17 +124,19 @@ def existing_scores(store: Store, project: str, span_ids: Sequence[str], judge_m
 
 
 def spend_today(store: Store, project: str, purpose: str = PURPOSE_SAMPLE,
-                now_s: float | None = None) -> tuple[int, float, int]:
-    """(HTTP calls, known dollars, calls with a known cost) since 00:00 UTC today, for ``purpose``."""
+                now_s: float | None = None) -> tuple[int, float, int, int]:
+    """(HTTP calls, known dollars, calls with a known cost, answered calls without one) since
+    00:00 UTC today, for ``purpose``."""
     now = time.time() if now_s is None else now_s
     day_start_ns = int(now // 86400 * 86400) * 1_000_000_000
     row = store.query(
-        "SELECT sum(attempts) AS calls, sum(ifNull(cost_usd, 0)) AS usd, countIf(cost_usd IS NOT NULL) AS costed"
+        "SELECT sum(attempts) AS calls, sum(ifNull(cost_usd, 0)) AS usd, countIf(cost_usd IS NOT NULL) AS costed,"
+        " countIf(cost_usd IS NULL AND outcome IN ('ok', 'invalid_verdict')) AS uncosted"
         " FROM judge_calls WHERE project = {project:String} AND purpose = {purpose:String}"
         " AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})",
         {"project": project, "purpose": purpose, "since_ns": day_start_ns},
     )[0]
-    return int(row["calls"] or 0), float(row["usd"] or 0.0), int(row["costed"] or 0)
+    return int(row["calls"] or 0), float(row["usd"] or 0.0), int(row["costed"] or 0), int(row["uncosted"] or 0)
 
 
 def recent_scores(store: Store, project: str, since_ns: int, limit: int = 1000) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 from infersight.collector.store import Store
 
 from . import _records
-from ._budget import Budget, BudgetTracker
+from ._budget import Budget, BudgetTracker, require_price
 from ._client import Judge
 from ._errors import CircuitOpen, InvalidVerdict, JudgeCallError, RubricError
 from ._rubrics import Rubric
@@ -25,6 +25,7 @@ from ._sampler import Sampler
 from ._types import SampledSpan, Verdict
 
 _FLUSH_EVERY = 100
+ESTIMATED_COST_NOTE = "cost is an upper bound: the judge reported no token usage"
 RENDER_ERROR = "render_error"
 CIRCUIT_OPEN = "circuit_open"
 
@@ -47,11 +48,17 @@ class Judgement:
     output_tokens: int = 0
     latency_s: float = 0.0
     error: str = ""
+    cost_estimated: bool = False
 
     @property
     def called(self) -> bool:
         """Whether the judge was actually asked (so the call belongs in the ledger)."""
         return self.outcome not in (CIRCUIT_OPEN, RENDER_ERROR)
+
+    @property
+    def answered(self) -> bool:
+        """Whether the judge replied, valid or not (so the call was paid for)."""
+        return self.outcome in (_records.OUTCOME_OK, "invalid_verdict")
 
 
 def judge_one(judge: Judge, rubric: Rubric, span: SampledSpan) -> Judgement:
@@ -68,13 +75,16 @@ def judge_one(judge: Judge, rubric: Rubric, span: SampledSpan) -> Judgement:
     except InvalidVerdict as exc:
         return Judgement(span, rubric, exc.kind, attempts=exc.attempts, cost_usd=exc.cost_usd,
                          input_tokens=exc.input_tokens, output_tokens=exc.output_tokens,
-                         latency_s=time.perf_counter() - started, error=str(exc))
+                         latency_s=time.perf_counter() - started, cost_estimated=exc.cost_estimated,
+                         error=f"{exc}; {ESTIMATED_COST_NOTE}" if exc.cost_estimated else str(exc))
     except JudgeCallError as exc:
         return Judgement(span, rubric, exc.kind, attempts=exc.attempts,
                          latency_s=time.perf_counter() - started, error=str(exc))
     return Judgement(span, rubric, _records.OUTCOME_OK, verdict=verdict, attempts=verdict.attempts,
                      cost_usd=verdict.cost_usd, input_tokens=verdict.input_tokens,
-                     output_tokens=verdict.output_tokens, latency_s=verdict.latency_s)
+                     output_tokens=verdict.output_tokens, latency_s=verdict.latency_s,
+                     error=ESTIMATED_COST_NOTE if verdict.cost_estimated else "",
+                     cost_estimated=verdict.cost_estimated)
 
 
 @dataclass
@@ -89,6 +99,7 @@ class RunReport:
     invalid_verdicts: int = 0
     failed: int = 0
     skipped_budget: int = 0
+    budget_refusal: str = ""
     skipped_circuit_open: int = 0
     render_errors: int = 0
     calls: int = 0
@@ -124,7 +135,8 @@ class RunReport:
                 parts.append(f"{value} {name}")
         parts.append(f"{self.calls} judge calls, ${self.cost_usd:.4f}")
         if self.stopped:
-            parts.append(f"stopped early: {self.stopped}")
+            detail = f" ({self.budget_refusal})" if self.stopped == "budget" and self.budget_refusal else ""
+            parts.append(f"stopped early: {self.stopped}{detail}")
         return "; ".join(parts)
 
 
@@ -140,12 +152,14 @@ def execute(
     report: RunReport | None = None,
     progress: bool = False,
     on_judgement: Callable[[Judgement], None] | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> RunReport:
     """Judge ``tasks`` with at most ``concurrency`` calls in flight, writing scores and the ledger.
 
     Stops submitting when the budget refuses a call (the rest count as ``skipped_budget``) or
     the judge's breaker opens (the rest count as ``skipped_circuit_open``). Rows are written
-    every 100 judgements, so an interrupted backfill keeps what it finished. Blocking.
+    every 100 judgements, so an interrupted backfill keeps what it finished; they are stamped
+    with ``clock`` (Unix seconds), the same clock the budget reads. Blocking.
     """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"The 'concurrency' parameter must be a positive integer; got {concurrency!r}.")
@@ -164,18 +178,20 @@ def execute(
         report.add(judgement)
         if budget is not None:
             if judgement.called:
-                budget.settle(judgement.attempts, judgement.cost_usd)
+                budget.settle(judgement.attempts, judgement.cost_usd, answered=judgement.answered)
             else:
                 budget.release()
+        now_ns = int(clock() * 1e9)
         if judgement.called:
             calls.append(_records.call_row(
                 judgement.span, judgement.rubric, judge.model, purpose, judgement.outcome,
                 attempts=judgement.attempts, input_tokens=judgement.input_tokens,
                 output_tokens=judgement.output_tokens, cost_usd=judgement.cost_usd,
-                latency_s=judgement.latency_s, error=judgement.error,
+                latency_s=judgement.latency_s, error=judgement.error, ts_ns=now_ns,
             ))
         if judgement.verdict is not None:
-            scores.append(_records.score_row(judgement.span, judgement.rubric, judgement.verdict, source))
+            scores.append(_records.score_row(judgement.span, judgement.rubric, judgement.verdict, source,
+                                             judged_at_ns=now_ns))
         if on_judgement is not None:
             on_judgement(judgement)
         if len(calls) >= _FLUSH_EVERY:
@@ -196,6 +212,7 @@ def execute(
                     left = len(tasks) - index
                     if stop == "budget":
                         report.skipped_budget += left
+                        report.budget_refusal = budget.refusal if budget is not None else ""
                     else:
                         report.skipped_circuit_open += left
                     bar.update(left)
@@ -253,8 +270,10 @@ class JudgeRunner:
             as groundedness without retrieved context, are skipped for it).
         project: the project whose spans are judged.
         sampler: which spans; a default :class:`Sampler` on ``store`` if omitted.
-        budget: the daily cap; ``None`` for none.
+        budget: the daily cap, paced over the UTC day (see :class:`~._budget.Budget`); ``None`` for none.
+            With a dollar cap, a judge whose price is unknown is refused (``ValueError``).
         concurrency: judge calls in flight at most.
+        clock: Unix seconds; what the budget's day and pace and the ledger's times are read from.
 
     ``run`` blocks; one runner must not run twice at once (the budget is tracked per runner).
     Spans this judge already answered for a rubric version are not judged again, so windows
@@ -262,20 +281,23 @@ class JudgeRunner:
     """
 
     def __init__(self, store: Store, judge: Judge, rubrics: Sequence[Rubric], *, project: str,
-                 sampler: Sampler | None = None, budget: Budget | None = Budget(), concurrency: int = 4) -> None:
+                 sampler: Sampler | None = None, budget: Budget | None = Budget(), concurrency: int = 4,
+                 clock: Callable[[], float] = time.time) -> None:
         if not rubrics:
             raise ValueError("The 'rubrics' parameter of JudgeRunner must name at least one rubric.")
+        require_price(budget, judge)
         self.store = store
         self.judge = judge
         self.rubrics = list(rubrics)
         self.project = project
         self.sampler = sampler or Sampler(store)
-        self.budget = BudgetTracker(store, project, budget) if budget is not None else None
+        self.budget = BudgetTracker(store, project, budget, clock=clock) if budget is not None else None
         self.concurrency = concurrency
+        self.clock = clock
 
     def run(self, since_ns: int, until_ns: int | None = None, *, progress: bool = False) -> RunReport:
         """Judge the sample of spans in ``[since_ns, until_ns)`` (until now by default)."""
-        until_ns = time.time_ns() if until_ns is None else until_ns
+        until_ns = int(self.clock() * 1e9) if until_ns is None else until_ns
         report = RunReport()
         spans = self.sampler.sample(self.project, since_ns, until_ns)
         report.sampled_spans = len(spans)
@@ -285,7 +307,7 @@ class JudgeRunner:
         tasks = self._tasks(with_content, report)
         return execute(
             self.store, self.judge, tasks, purpose=_records.PURPOSE_SAMPLE, source=_records.PURPOSE_SAMPLE,
-            concurrency=self.concurrency, budget=self.budget, report=report, progress=progress,
+            concurrency=self.concurrency, budget=self.budget, report=report, progress=progress, clock=self.clock,
         )
 
     def _tasks(self, spans: list[SampledSpan], report: RunReport) -> list[tuple[SampledSpan, Rubric]]:

@@ -72,6 +72,7 @@ class Verdict:
         latency_s: wall time of the judgement, retries and back-off included.
         attempts: HTTP requests it took (1 without retries).
         cost_usd: what the judgement cost, ``None`` when the judge model's price is unknown.
+        cost_estimated: ``cost_usd`` is an upper bound, since the judge reported no token usage.
     """
 
     score: int
@@ -82,3 +83,4 @@ class Verdict:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    cost_estimated: bool = False

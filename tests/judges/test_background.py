@@ -58,7 +58,7 @@ def test_settings_fail_fast_on_bad_values():
 
 def test_a_loop_from_settings_closes_its_client(judge_store, fake_judge):
     settings = JudgeSettings(base_url=fake_judge.url, model="fake-judge", rate=0.0, min_per_stratum=0,
-                             flagged_rate=0.0, every_s=3600)
+                             flagged_rate=0.0, every_s=3600, price_input_mtok=1.0, price_output_mtok=2.0)
     loop = judge_loop_from(settings, judge_store)
     loop.run_once()
     loop.close()

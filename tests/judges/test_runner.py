@@ -67,7 +67,7 @@ def test_spans_already_judged_are_not_judged_again(judge_store, project, fake_ju
 
 def test_budget_in_calls_stops_the_run_and_holds_for_the_day(judge_store, project, fake_judge, judge_client):
     insert_spans(judge_store, project, spans_with_content(project, 20))
-    budget = Budget(max_calls=5, max_usd=None)
+    budget = Budget(max_calls=5, max_usd=None, paced=False)  # the day's cap itself; pacing: test_budget.py
 
     report = runner(judge_store, judge_client, project, budget=budget).run(SINCE)
 
@@ -82,8 +82,9 @@ def test_budget_in_calls_stops_the_run_and_holds_for_the_day(judge_store, projec
 def test_budget_in_dollars_never_starts_a_call_it_cannot_afford(judge_store, project, fake_judge, judge_client):
     insert_spans(judge_store, project, spans_with_content(project, 20))
     max_usd = 3.5 * COST_PER_CALL
+    budget = Budget(max_calls=None, max_usd=max_usd, paced=False)
 
-    report = runner(judge_store, judge_client, project, budget=Budget(max_calls=None, max_usd=max_usd)).run(SINCE)
+    report = runner(judge_store, judge_client, project, budget=budget).run(SINCE)
 
     assert report.scored == 3
     assert report.cost_usd <= max_usd
