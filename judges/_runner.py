@@ -301,30 +301,41 @@ class JudgeRunner:
         report = RunReport()
         spans = self.sampler.sample(self.project, since_ns, until_ns)
         report.sampled_spans = len(spans)
-        spans = self.sampler.with_content(spans)
-        with_content = [s for s in spans if s.has_content]
-        report.no_content_spans = len(spans) - len(with_content)
-        tasks = self._tasks(with_content, report)
+        todo = self._unanswered(spans, report)
+        if todo and self.budget is not None:
+            # A paced budget refuses most cycles: then the window's content is not read at all.
+            if not self.budget.try_reserve():
+                report.stopped, report.budget_refusal = "budget", self.budget.refusal
+                report.skipped_budget = sum(len(rubrics) for _, rubrics in todo)
+                return report
+            self.budget.release()
+        loaded = self.sampler.with_content([span for span, _ in todo])
+        tasks = []
+        for span, (_, rubrics) in zip(loaded, todo, strict=True):
+            if not span.has_content:
+                report.no_content_spans += 1
+                continue
+            for rubric in rubrics:
+                if rubric.applies_to(span):
+                    tasks.append((span, rubric))
+                else:
+                    report.not_applicable += 1
         return execute(
             self.store, self.judge, tasks, purpose=_records.PURPOSE_SAMPLE, source=_records.PURPOSE_SAMPLE,
             concurrency=self.concurrency, budget=self.budget, report=report, progress=progress, clock=self.clock,
         )
 
-    def _tasks(self, spans: list[SampledSpan], report: RunReport) -> list[tuple[SampledSpan, Rubric]]:
+    def _unanswered(self, spans: list[SampledSpan], report: RunReport) -> list[tuple[SampledSpan, list[Rubric]]]:
+        """Each span with the rubrics this judge has not answered for it yet (by id: no content read)."""
         ids = [s.span_id for s in spans]
         answered = {
             rubric.key: _records.answered_span_ids(self.store, self.project, ids, self.judge.model, rubric)
             for rubric in self.rubrics
         }
-        tasks = []
+        todo = []
         for span in spans:
-            for rubric in self.rubrics:
-                if span.span_id in answered[rubric.key]:
-                    report.already_judged += 1
-                elif not rubric.applies_to(span):
-                    report.not_applicable += 1
-                else:
-                    tasks.append((span, rubric))
-        return tasks
-
-
+            rubrics = [rubric for rubric in self.rubrics if span.span_id not in answered[rubric.key]]
+            report.already_judged += len(self.rubrics) - len(rubrics)
+            if rubrics:
+                todo.append((span, rubrics))
+        return todo

@@ -23,6 +23,7 @@ from infersight.judges import (
     JudgeLoop,
     JudgeRunner,
     JudgeSettings,
+    Sampler,
     SamplingPolicy,
     Verdict,
     background_options,
@@ -151,6 +152,34 @@ def test_unpaced_the_whole_day_can_go_at_once(judge_store, project):
     clock = Clock(DAY0_S + HOUR_S)
     loop = make_loop(judge_store, InProcessJudge(0.0011), project, Budget(max_calls=25, paced=False), clock)
     assert loop.run_once()[project].scored == 25
+
+
+class CountingSampler(Sampler):
+    """The real sampler, noting how many spans' content each run reads."""
+
+    loads: list[int]
+
+    def with_content(self, spans):
+        self.loads.append(len(spans))
+        return super().with_content(spans)
+
+
+def test_a_run_the_budget_refuses_reads_no_content(judge_store, project):
+    # Paced, most of the minute-by-minute runs are refused: they must not read an hour of content each.
+    insert_spans(judge_store, project, steady_traffic(project, range(0, 1), 30))
+    sampler = CountingSampler(judge_store, SamplingPolicy(rate=1.0))
+    sampler.loads = []
+    runner = JudgeRunner(judge_store, InProcessJudge(0.0011), [load_rubrics()["helpfulness"]], project=project,
+                         sampler=sampler, budget=Budget(max_calls=5, paced=False), clock=Clock(DAY0_S + HOUR_S))
+    window = (DAY0_S * 10**9, (DAY0_S + HOUR_S) * 10**9)
+
+    first = runner.run(*window)
+    second = runner.run(*window)
+
+    assert first.scored == 5 and first.stopped == "budget"
+    assert second.scored == 0 and second.stopped == "budget" and "5 of 5 calls" in second.budget_refusal
+    assert second.already_judged == 5 and second.skipped_budget == 25
+    assert sampler.loads == [30]  # the second run read no content
 
 
 def test_the_pace_is_the_share_of_the_day_plus_the_burst():
