@@ -113,6 +113,9 @@ class ExportProcessor(SpanProcessor):
                 self._inflight = len(batch)
             spans = [_finished(span, work) for span, work in batch]
             sent = self._export(spans)
+            if not sent and self._stopping:
+                self._give_up(len(spans))
+                return
             retry = not sent and self._may_retry()
             with self._cond:
                 self._inflight = 0
@@ -127,6 +130,19 @@ class ExportProcessor(SpanProcessor):
                     self._cond.wait(min(2.0 ** (self._failures - 1), _MAX_BACKOFF_S))
                 elif sent:
                     self._failures = 0
+
+    def _give_up(self, failed: int) -> None:
+        """Shutting down and the collector did not take a batch: the rest would fare no better, and
+        trying them one by one (each through the stock exporter's own retries) only delays exit."""
+        with self._cond:
+            self._inflight = 0
+            lost = 0 if self._abandoned else failed + len(self._queue)  # abandoned: counted by shutdown
+            self._queue.clear()
+            self._cond.notify_all()
+        if lost:
+            count(SPANS_DROPPED, lost)
+            logger.warning("infersight: %d spans not exported before exit (collector unreachable or slow); "
+                           "counted in failure_count('spans_dropped')", lost)
 
     def _may_retry(self) -> bool:
         try:
