@@ -114,7 +114,9 @@ class ExportProcessor(SpanProcessor):
             spans = [_finished(span, work) for span, work in batch]
             sent = self._export(spans)
             if not sent and self._stopping:
-                self._give_up(len(spans))
+                # The collector did not take a batch at exit: the rest would fare no better, and
+                # trying them one by one (each through the stock exporter's retries) only delays exit.
+                self._abandon()
                 return
             retry = not sent and self._may_retry()
             with self._cond:
@@ -131,18 +133,19 @@ class ExportProcessor(SpanProcessor):
                 elif sent:
                     self._failures = 0
 
-    def _give_up(self, failed: int) -> None:
-        """Shutting down and the collector did not take a batch: the rest would fare no better, and
-        trying them one by one (each through the stock exporter's own retries) only delays exit."""
+    def _abandon(self) -> int:
+        """Drop what is queued and in flight for good, counted once; returns how many spans that was."""
         with self._cond:
+            lost = 0 if self._abandoned else self._inflight + len(self._queue)
+            self._abandoned = True
             self._inflight = 0
-            lost = 0 if self._abandoned else failed + len(self._queue)  # abandoned: counted by shutdown
             self._queue.clear()
             self._cond.notify_all()
         if lost:
             count(SPANS_DROPPED, lost)
             logger.warning("infersight: %d spans not exported before exit (collector unreachable or slow); "
                            "counted in failure_count('spans_dropped')", lost)
+        return lost
 
     def _may_retry(self) -> bool:
         try:
@@ -192,15 +195,7 @@ class ExportProcessor(SpanProcessor):
             self._stopping = True
             self._cond.notify_all()
         self._thread.join(self.shutdown_timeout_s if timeout_s is None else max(timeout_s, 0.0))
-        with self._cond:
-            lost = len(self._queue) + self._inflight if self._thread.is_alive() else 0
-            self._abandoned = True
-            self._queue.clear()
-            self._cond.notify_all()
-        if lost:
-            count(SPANS_DROPPED, lost)
-            logger.warning("infersight: %d spans not exported before exit (collector unreachable or slow); "
-                           "counted in failure_count('spans_dropped')", lost)
+        lost = self._abandon()
         if lost or self._thread.is_alive():
             # The export thread is stuck in a request: closing its session could wait on it too.
             threading.Thread(target=self._stop_exporter, name=THREAD_NAME + "-stop", daemon=True).start()
