@@ -150,6 +150,8 @@ def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Judge a sample of spans in this process with this OpenAI-compatible API "
                           "(env INFERSIGHT_JUDGE_BASE_URL). Off without it."),
         click.option("--judge-model", envvar="INFERSIGHT_JUDGE_MODEL", default="gpt-4o-mini", show_default=True),
+        click.option("--judge-provider", default="openai", show_default=True,
+                     help="Who serves the judge model, for its price in genai-prices (e.g. anthropic, google)."),
         click.option("--judge-api-key", envvar="INFERSIGHT_JUDGE_API_KEY", default=None,
                      help="Judge API key (env INFERSIGHT_JUDGE_API_KEY)."),
         click.option("--judge-rubric", multiple=True, default=("helpfulness",), show_default=True,
@@ -188,7 +190,8 @@ def judge_settings(options: dict[str, Any]) -> Any:
         return None
     return JudgeSettings(
         base_url=values["judge_base_url"], model=values["judge_model"], api_key=values["judge_api_key"],
-        rubrics=tuple(values["judge_rubric"]), rubrics_dir=values["judge_rubrics_dir"], rate=values["judge_rate"],
+        provider=values["judge_provider"], rubrics=tuple(values["judge_rubric"]),
+        rubrics_dir=values["judge_rubrics_dir"], rate=values["judge_rate"],
         max_calls_per_day=values["judge_max_calls"], max_usd_per_day=values["judge_max_usd"],
         price_input_mtok=values["judge_price_input_mtok"], price_output_mtok=values["judge_price_output_mtok"],
         every_s=values["judge_interval"],

@@ -82,5 +82,9 @@ def test_collector_options_become_settings():
                                        "--judge-rubric", "helpfulness", "--judge-rubric", "groundedness"])
     assert result.exit_code == 0, result.output
     settings = seen[-1]
-    assert (settings.base_url, settings.rate, settings.rubrics) == (
-        "http://judge:8000/v1", 0.1, ("helpfulness", "groundedness"))
+    assert (settings.base_url, settings.rate, settings.rubrics, settings.provider) == (
+        "http://judge:8000/v1", 0.1, ("helpfulness", "groundedness"), "openai")
+    result = runner.invoke(collector, ["--judge-base-url", "http://judge:8000/v1", "--judge-provider", "anthropic",
+                                       "--judge-model", "claude-3-5-haiku-latest"])
+    assert result.exit_code == 0, result.output
+    assert (seen[-1].provider, seen[-1].model) == ("anthropic", "claude-3-5-haiku-latest")
