@@ -15,6 +15,7 @@ import cProfile
 import gc
 import pstats
 import statistics
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,8 +56,11 @@ class DiscardExporter(SpanExporter):
     def __init__(self) -> None:
         self.exported = 0
         self.last: ReadableSpan | None = None
+        self.open = threading.Event()  # cleared: export() waits, so finished spans stay queued
+        self.open.set()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.open.wait()
         self.exported += len(spans)
         if spans:
             self.last = spans[-1]
@@ -182,6 +186,26 @@ class OverheadResult:
     spans_exported: int
     attribute_count: int
     attribute_diff: str  # '' when (b) and (c) export the same names and values
+    held: dict[str, float]  # variant key -> GC-tracked objects held per queued span
+
+
+def held_per_span(exporter: DiscardExporter, call: Callable[[], Any], n: int = 1_000) -> float:
+    """GC-tracked objects a finished span holds while it waits in the export queue.
+
+    While the export thread lags behind a tight loop, every one of them is more work for each of
+    the app's garbage collections, which run on the app's thread."""
+    exporter.open.clear()
+    call()
+    sdk.force_flush(timeout_millis=100)  # the export thread takes that span and waits in export()
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(n):
+        call()
+    gc.collect()
+    held = (len(gc.get_objects()) - before) / n
+    exporter.open.set()
+    sdk.force_flush()
+    return held
 
 
 def _rounds(variants: list[Variant], rounds: int, calls: int) -> None:
@@ -238,9 +262,10 @@ def run(quick: bool = False) -> OverheadResult:
                 _timed_async(loop, lambda: adecorated(messages=MESSAGES)), records=True),
     ]
     every = sync + async_
+    held = {"b": held_per_span(exporter, raw), "c": held_per_span(exporter, lambda: decorated(messages=MESSAGES))}
     _rounds(every, rounds, calls)
     loop.close()
-    created = 2 + sum(v.calls for v in every if v.records)  # 2: the attribute check
+    created = 2 + 2 * 1_001 + sum(v.calls for v in every if v.records)  # the attribute check, held_per_span
     sdk.shutdown(timeout_s=30)  # flushes what the queue still holds
     s = {v.key: v for v in sync}
     a = {v.key: v for v in async_}
@@ -258,7 +283,7 @@ def run(quick: bool = False) -> OverheadResult:
         _delta("async (c) - (a): decorator cost per call, wall µs", a["c"].per_round, a["a"].per_round),
     ]
     return OverheadResult(rounds, calls, [before, *sync], async_, paired, created, exporter.exported,
-                          len(attributes), diff)
+                          len(attributes), diff, held)
 
 
 @dataclass
@@ -345,6 +370,8 @@ def format_tables(r: OverheadResult) -> str:
         f"Attributes of (b) and (c): {r.attribute_count}, "
         + (f"differ: {r.attribute_diff}." if r.attribute_diff
            else "identical names and values (checked on one span each)."),
+        f"GC-tracked objects a finished span holds while queued for export: (b) {r.held['b']:.1f}, "
+        f"(c) {r.held['c']:.1f}.",
     ]
     return "\n".join(lines)
 
