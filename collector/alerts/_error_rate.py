@@ -13,8 +13,10 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   usual-ratio scale first (``1 + 10 x usual x calls``), so a burst adds a few errors, not a
   hundred, and two bursts in an hour do not look like a creep.
 
-Hysteresis: a firing alert holds while the last 10 minutes stay at twice the usual ratio (or 10%
-over 5 minutes), and clears below that; the evaluator resolves it once the clear has lasted.
+Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10% or at twice the
+usual ratio, so it resolves minutes after the provider recovers; a creep (few errors a minute)
+holds while the last 12 minutes stay at twice the usual ratio, so a sparse minute does not end
+it. Below that it clears, and the evaluator resolves it once the clear has lasted.
 With no calls in the last 10 minutes the rule says nothing, so the alert neither fires nor
 resolves. ``since`` is the first minute of the breach, not the window's start.
 """
@@ -33,6 +35,7 @@ BUCKET_S = 10
 WINDOW = timedelta(hours=1)
 BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
 _PER_MINUTE = 60 // BUCKET_S
+OUTAGE, CREEP = "outage", "creep"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +78,10 @@ class ErrorRateRule:
         return max(usual, self.min_usual)
 
     def evaluate(self, project: str, service: str, w: ServiceWindow, usual: float, now: datetime,
-                 top_labels: dict[str, str] | None = None) -> Verdict | None:
-        """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes."""
+                 top_labels: dict[str, str] | None = None, held_as: str = CREEP) -> Verdict | None:
+        """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes.
+        ``held_as`` is what the firing alert (if any) fired as, :data:`OUTAGE` or :data:`CREEP`
+        (the longer hold, the safe guess after a restart); the breach says it in ``numbers["outage"]``."""
         calls, errors = w.calls.astype(float), w.errors.astype(float)
         if calls[-10 * _PER_MINUTE:].sum() == 0:
             return None
@@ -85,7 +90,7 @@ class ErrorRateRule:
         n5, e5 = calls[five].sum(), errors[five].sum()
         kind, first = None, 0
         if e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha and _spread(errors[five]):
-            kind, first = "outage", _onset(calls, errors, self.outage_ratio)
+            kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             capped = _capped_minutes(calls, errors, usual)
             n60, e60 = calls.sum(), capped.sum()
@@ -93,11 +98,12 @@ class ErrorRateRule:
             if (e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
                     and recent_e >= self.creep_factor * usual * recent_n):
                 minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
-                kind, first = "creep", _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
+                kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
         if kind is None:
-            n10 = calls[-10 * _PER_MINUTE:].sum()
-            e10 = _capped_minutes(calls, errors, usual)[-10:].sum()
-            held = e10 >= self.hold_factor * usual * n10 or (n5 and e5 / n5 >= 0.10)
+            minutes = 5 if held_as == OUTAGE else 12
+            n_hold = calls[-minutes * _PER_MINUTE:].sum()
+            e_hold = _capped_minutes(calls, errors, usual)[-minutes:].sum()
+            held = e_hold >= self.hold_factor * usual * n_hold or (n5 and e5 / n5 >= 0.10)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
         return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now, top_labels or {}))
@@ -108,14 +114,15 @@ class ErrorRateRule:
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
         ratio = e / n if n else 0.0
         service = labels["service"]
-        what = "outage" if kind == "outage" else "error rate creeping up"
+        what = "outage" if kind == OUTAGE else "error rate creeping up"
         return Alert(
             name=ERROR_SPIKE, labels=labels,
             summary=(f"{service}: {what}, {ratio:.1%} of {n:,} LLM calls failed since {since:%H:%M} UTC "
                      f"({ratio / usual:.0f}x the usual {usual:.2%})"),
             since=since,
             numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(n), "errors": float(e),
-                     "transient_errors": float(tr), "logic_errors": float(e - tr)},
+                     "transient_errors": float(tr), "logic_errors": float(e - tr),
+                     "outage": float(kind == OUTAGE)},
             details=(f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation)."
                      + most_affected(top_labels)),
             link="/traces?" + urlencode({"service": service, "status": "error"}),

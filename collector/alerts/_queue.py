@@ -5,9 +5,12 @@ are three queues, so one stalled replica is not averaged away by two healthy one
 
 Breach: over the last ``window`` the depth never reached zero and never fell between two
 samples (stalled if flat, growing if not), or the oldest item is older than
-``max_oldest_age_s``. A sawtooth (batches in, consumers draining them) falls between samples
-every few minutes, even at a high level, and stays quiet. Hold: a firing alert stays until the
-depth falls again and the oldest item is younger than half the limit (or the queue is empty), so
+``max_oldest_age_s`` and the queue is not catching up. A sawtooth (batches in, consumers draining
+them) falls between samples every few minutes, even at a high level, and stays quiet. Catching
+up: the oldest item's age (or, without ages, the depth) fell at each of the last
+``catch_up_samples`` samples: consumers are back and working through the backlog, which is the
+end of the incident even while the backlog is still old. Hold: a firing alert stays until the
+queue catches up, is empty, or falls again with its oldest item younger than half the limit, so
 an age hovering around the limit pages once. A series whose samples stop arriving gets its own
 alert (``QueueStoppedReporting``, from ``silent_after``), and its not-draining alert neither
 fires nor resolves while it is silent: silence is not health.
@@ -37,6 +40,7 @@ class QueueRule:
     min_samples: int = 5
     max_oldest_age_s: float = 900.0
     silent_after: timedelta = timedelta(minutes=5)
+    catch_up_samples: int = 3
 
     def evaluate(
         self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime,
@@ -59,7 +63,8 @@ class QueueRule:
         recent = [s for s in samples if s.ts >= now - self.window]
         draining = Alert(QUEUE_NOT_DRAINING, labels, "", now)
         age = last.oldest_age_s
-        if age is not None and age > self.max_oldest_age_s and last.depth > 0:
+        catching_up = self._catching_up(recent)
+        if age is not None and age > self.max_oldest_age_s and last.depth > 0 and not catching_up:
             return [*out, Verdict(BREACH, Alert(
                 QUEUE_NOT_DRAINING, labels, f"{where}: oldest item waiting {_ago(timedelta(seconds=age))}",
                 since=now - timedelta(seconds=age - self.max_oldest_age_s),
@@ -73,8 +78,16 @@ class QueueRule:
         if len(recent) >= self.min_samples and never_empty and never_fell:
             return [*out, Verdict(BREACH, self._not_draining(labels, where, samples, link))]
         young = age is None or age < self.max_oldest_age_s / 2
-        recovered = last.depth == 0 or (not never_fell and young)
+        recovered = last.depth == 0 or catching_up or (not never_fell and young)
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
+
+    def _catching_up(self, recent: Sequence[DepthSample]) -> bool:
+        tail = recent[-(self.catch_up_samples + 1):]
+        if len(tail) <= self.catch_up_samples:
+            return False
+        ages = [s.oldest_age_s for s in tail]
+        values = [s.depth for s in tail] if any(a is None for a in ages) else ages
+        return all(b < a for a, b in pairwise(values))  # type: ignore[operator]
 
     def _not_draining(self, labels: dict[str, str], where: str, samples: Sequence[DepthSample],
                       link: str) -> Alert:

@@ -139,10 +139,13 @@ def _key(row: dict[str, Any]) -> Key:
 @dataclass
 class CostHistory:
     """Trimmed hourly spend of every tenant and route, kept in memory and extended hour by hour:
-    complete hours do not change, so each new hour costs one query over the last few hours."""
+    complete hours do not change, so each new hour costs one query over the last few hours.
+    Beside each hour's spend, the sum of its (untrimmed) traces' squared costs: what one trace
+    of the key usually costs, in the sense of :meth:`trace_dispersion`."""
 
     days: int
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
+    squares: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
     _until: datetime | None = None
     _typical: dict[Key, float] = field(default_factory=dict)
@@ -157,8 +160,10 @@ class CostHistory:
         start = oldest if self._until is None or self._until < oldest else self._until - 3 * HOUR
         rows = store.query(
             f"SELECT project, tenant, route, grouping(tenant, route) AS g, toString(hour) AS at,"
-            f" {_trimmed('c')} AS spend FROM ("
-            " SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, sum(ifNull(cost_usd, 0)) AS c"
+            # spans without a trace are each their own event (sq), never one "trace" of them all
+            f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) - max(if(trace_id = '', 0, c * c)) AS squares"
+            " FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id,"
+            " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
             " GROUP BY project, tenant, route, hour, trace_id)"
             " GROUP BY GROUPING SETS ((project, tenant, hour), (project, route, hour))",
@@ -168,11 +173,13 @@ class CostHistory:
             key = _key(row)
             hour = _parse_ts(str(row["at"]))
             self.hourly[key][hour] = float(row["spend"])
+            self.squares[key][hour] = float(row["squares"])
             if key not in self.first_seen or hour < self.first_seen[key]:
                 self.first_seen[key] = hour
-        for series in self.hourly.values():
-            for hour in [h for h in series if h < oldest]:
-                del series[hour]
+        for table in (self.hourly, self.squares):
+            for series in table.values():
+                for hour in [h for h in series if h < oldest]:
+                    del series[hour]
         self._until = until
 
     def typical_hourly(self, key: Key) -> float:
@@ -184,6 +191,17 @@ class CostHistory:
         if key not in self._typical:
             self._typical[key] = self._mean_hourly(key, self._until)
         return self._typical[key]
+
+    def trace_dispersion(self, key: Key) -> float:
+        """Sum of squared trace costs over summed cost, the last week's trimmed traces: the
+        compound-Poisson "event" cost when traces are the events. Spend made of a few costly
+        sessions an hour has a large one, so two sessions instead of one are no surprise."""
+        if self._until is None:
+            return 0.0
+        week_ago = self._until - timedelta(days=7)
+        spend = sum(v for h, v in self.hourly.get(key, {}).items() if h >= week_ago)
+        squares = sum(v for h, v in self.squares.get(key, {}).items() if h >= week_ago)
+        return squares / spend if spend > 0 else 0.0
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:
         week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule, dispersion
-from ._error_rate import ErrorRateRule, most_affected
+from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
 from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
@@ -24,14 +24,17 @@ class ErrorRule:
     def __init__(self, rule: ErrorRateRule) -> None:
         self.rule = rule
         self.daily = DailyRatios()
+        self._fired_as: dict[tuple[str, str], str] = {}  # what each service's last breach was
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         ratios = self.daily.get(store, now)
         out = []
         for (project, service), window in error_windows(store, now).items():
             usual = self.rule.usual(ratios.get((project, service), []))
-            verdict = self.rule.evaluate(project, service, window, usual, now)
+            verdict = self.rule.evaluate(project, service, window, usual, now,
+                                         held_as=self._fired_as.get((project, service), CREEP))
             if verdict is not None and verdict.state == BREACH:
+                self._fired_as[(project, service)] = OUTAGE if verdict.alert.numbers.get("outage") else CREEP
                 top = _top_error_labels(store, project, service, verdict.alert.since, now)
                 verdict = replace(verdict, alert=replace(verdict.alert,
                                                          details=verdict.alert.details + most_affected(top)))
@@ -116,7 +119,10 @@ class CostRules:
                 if base is not None:
                     residuals.append((hourly.get(hour, 0.0) - base, base))
                 hour += timedelta(hours=1)
-            self._noise[key] = dispersion(residuals)
+            # the hours' residuals can be tiny when each hour's only trace is trimmed away; a
+            # trace of the key is one event whatever the residuals say
+            measured = dispersion(residuals)
+            self._noise[key] = None if measured is None else max(measured, self.history.trace_dispersion(key))
         self._judged_until = until
         # days before the history's reach are never asked for again
         self._day_totals = {k: v for k, v in self._day_totals.items() if k[1] >= until - self.rule.history}

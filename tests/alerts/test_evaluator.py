@@ -172,6 +172,28 @@ def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
     assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 
 
+@pytest.mark.parametrize(("sessions", "pages"), [(4, False), (20, True)])
+def test_a_small_tenant_of_a_few_sessions_an_hour_pages_on_many_more_not_on_two(store, sessions, pages):
+    # Two $0.10 sessions (traces) an hour for three weeks; the last hour has ``sessions``. Each
+    # hour's costliest trace is trimmed, so every past hour's residual is 0: only the cost of one
+    # trace says what two more sessions mean (nothing), while 20 is 19x beyond any chance.
+    project = f"alerts-small-{sessions}"
+    rows = []
+    hour = (NOW - timedelta(weeks=3)).replace(minute=0)
+    while hour < NOW:
+        last = hour >= NOW - timedelta(hours=1)
+        count = sessions if last else 2
+        for k in range(count):
+            at = hour + timedelta(seconds=(3600 if not last else (NOW - hour).total_seconds()) * k / count)
+            rows.append({"project": project, "ts": ts(at), "trace_id": f"{project}-{at.timestamp():.0f}-{k}",
+                         "service": "agent", "tenant": "small", "route": "agent.plan", "model": "gpt-4o",
+                         "operation": "chat", "cost_usd": 0.1, "status": "ok"})
+        hour += timedelta(hours=1)
+    store.insert("llm_spans", encode_rows(rows))
+    active = [a for a in Evaluator(store).run_once(NOW).active if a.labels.get("project") == project]
+    assert bool([a for a in active if a.labels.get("tenant") == "small"]) is pages
+
+
 def test_the_evaluator_runs_the_windowed_detectors_once_per_minute(store):
     from infersight.detectors import WindowedRunner
     from tests.detectors.test_windowed import _span

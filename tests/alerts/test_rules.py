@@ -122,6 +122,19 @@ def test_an_age_hovering_around_the_limit_holds_instead_of_clearing():
     assert queue([5, 6, 5, 6, 5, 6, 0], ages=[limit - 30] * 6 + [0])["QueueNotDraining"].state == CLEAR
 
 
+def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
+    limit = QueueRule().max_oldest_age_s
+    stalled = [limit + 60 * k for k in range(8)]
+    assert queue([400 + 10 * k for k in range(8)], ages=stalled)["QueueNotDraining"].state == BREACH
+    # consumers back: the oldest item gets younger every minute, though still over the limit
+    back = stalled + [stalled[-1] - 600, stalled[-1] - 1200, stalled[-1] - 1500]
+    depths = [400 + 10 * k for k in range(8)] + [300, 220, 150]
+    assert queue(depths, ages=back)["QueueNotDraining"].state == CLEAR
+    # one younger sample is not a recovery
+    wobble = stalled + [stalled[-1] - 60, stalled[-1], stalled[-1] + 60]
+    assert queue(depths, ages=wobble)["QueueNotDraining"].state == BREACH
+
+
 def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
     found = queue([4] * 12, after=timedelta(minutes=20))
     assert set(found) == {"QueueStoppedReporting"} and found["QueueStoppedReporting"].state == BREACH
