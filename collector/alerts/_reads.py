@@ -161,7 +161,8 @@ class CostHistory:
         rows = store.query(
             f"SELECT project, tenant, route, grouping(tenant, route) AS g, toString(hour) AS at,"
             # spans without a trace are each their own event (sq), never one "trace" of them all
-            f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) - max(if(trace_id = '', 0, c * c)) AS squares"
+            f" {_trimmed('c')} AS spend,"
+            " sum(if(trace_id = '', sq, c * c)) - max(if(trace_id = '', 0, c * c)) AS squares"
             " FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id,"
             " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"

@@ -127,11 +127,11 @@ def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
     stalled = [limit + 60 * k for k in range(8)]
     assert queue([400 + 10 * k for k in range(8)], ages=stalled)["QueueNotDraining"].state == BREACH
     # consumers back: the oldest item gets younger every minute, though still over the limit
-    back = stalled + [stalled[-1] - 600, stalled[-1] - 1200, stalled[-1] - 1500]
-    depths = [400 + 10 * k for k in range(8)] + [300, 220, 150]
+    back = [*stalled, stalled[-1] - 600, stalled[-1] - 1200, stalled[-1] - 1500]
+    depths = [*(400 + 10 * k for k in range(8)), 300, 220, 150]
     assert queue(depths, ages=back)["QueueNotDraining"].state == CLEAR
     # one younger sample is not a recovery
-    wobble = stalled + [stalled[-1] - 60, stalled[-1], stalled[-1] + 60]
+    wobble = [*stalled, stalled[-1] - 60, stalled[-1], stalled[-1] + 60]
     assert queue(depths, ages=wobble)["QueueNotDraining"].state == BREACH
 
 
