@@ -4,8 +4,10 @@ Two questions, both against the service's usual error ratio (the median of its l
 ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 
 - **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
-  chance (binomial tail <= ``alpha``), and the errors are spread over the window: no 3 minutes
-  hold more than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
+  chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
+  traces: one request retried twice is one failure, not three, which at night's few calls a
+  minute is the difference), and the errors are spread over the window: no 3 minutes hold more
+  than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
@@ -41,11 +43,13 @@ OUTAGE, CREEP = "outage", "creep"
 @dataclass(frozen=True, slots=True)
 class ServiceWindow:
     """One service's LLM calls over the last hour in 10-second buckets, oldest first (arrays of
-    :data:`BUCKETS`): calls, errors, and errors the SDK classed transient (timeouts, 429, 5xx)."""
+    :data:`BUCKETS`): calls, errors, errors the SDK classed transient (timeouts, 429, 5xx), and
+    failed requests (distinct traces with an error; ``None``: taken to be the errors)."""
 
     calls: np.ndarray
     errors: np.ndarray
     transient: np.ndarray
+    failed_requests: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,7 @@ class ErrorRateRule:
     alpha: float = 1e-6
     creep_alpha: float = 1e-5
     min_usual: float = 0.001
+    min_failed_requests: int = 5
 
     def __post_init__(self) -> None:
         if not 0.0 < self.slo < 1.0:
@@ -89,7 +94,9 @@ class ErrorRateRule:
         five = slice(-5 * _PER_MINUTE, None)
         n5, e5 = calls[five].sum(), errors[five].sum()
         kind, first = None, 0
-        if e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha and _spread(errors[five]):
+        failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
+        if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha and _spread(errors[five])
+                and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             capped = _capped_minutes(calls, errors, usual)

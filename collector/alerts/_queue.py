@@ -7,9 +7,11 @@ Breach: over the last ``window`` the depth never reached zero and never fell bet
 samples (stalled if flat, growing if not), or the oldest item is older than
 ``max_oldest_age_s`` and the queue is not catching up. A sawtooth (batches in, consumers draining
 them) falls between samples every few minutes, even at a high level, and stays quiet. Catching
-up: the oldest item's age (or, without ages, the depth) fell at each of the last
-``catch_up_samples`` samples: consumers are back and working through the backlog, which is the
-end of the incident even while the backlog is still old. Hold: a firing alert stays until the
+up: the oldest item is younger (or, without ages, the depth lower) than at the start of the
+window: consumers are back and took more than the window's worth of items, which is the end of
+the incident even while the backlog is still old. (The age itself is a sawtooth while a backlog
+of batches drains: it climbs while a batch is worked on and drops when it is done, so it does
+not fall at every sample.) Hold: a firing alert stays until the
 queue catches up, is empty, or falls again with its oldest item younger than half the limit, so
 an age hovering around the limit pages once. A series whose samples stop arriving gets its own
 alert (``QueueStoppedReporting``, from ``silent_after``), and its not-draining alert neither
@@ -40,7 +42,6 @@ class QueueRule:
     min_samples: int = 5
     max_oldest_age_s: float = 900.0
     silent_after: timedelta = timedelta(minutes=5)
-    catch_up_samples: int = 3
 
     def evaluate(
         self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime,
@@ -82,12 +83,12 @@ class QueueRule:
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
     def _catching_up(self, recent: Sequence[DepthSample]) -> bool:
-        tail = recent[-(self.catch_up_samples + 1):]
-        if len(tail) <= self.catch_up_samples:
+        if len(recent) < self.min_samples:
             return False
-        ages = [s.oldest_age_s for s in tail]
-        values = [s.depth for s in tail] if any(a is None for a in ages) else ages
-        return all(b < a for a, b in pairwise(values))  # type: ignore[operator]
+        first, last = recent[0], recent[-1]
+        if first.oldest_age_s is not None and last.oldest_age_s is not None:
+            return last.oldest_age_s < first.oldest_age_s
+        return last.depth < first.depth
 
     def _not_draining(self, labels: dict[str, str], where: str, samples: Sequence[DepthSample],
                       link: str) -> Alert:

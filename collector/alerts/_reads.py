@@ -32,10 +32,13 @@ def _parse_ts(value: str) -> datetime:
 def error_windows(store: Store, now: datetime) -> dict[tuple[str, str], ServiceWindow]:
     """Every service's LLM calls, errors and transient errors of the last hour in 10 s buckets."""
     rows = store.query(
-        "SELECT project, service, groupArray(b) AS bs, groupArray(n) AS ns, groupArray(e) AS es, groupArray(t) AS ts"
+        "SELECT project, service, groupArray(b) AS bs, groupArray(n) AS ns, groupArray(e) AS es, groupArray(t) AS ts,"
+        " groupArray(f) AS fs"
         f" FROM (SELECT project, service, intDiv(toUnixTimestamp64Milli(ts) - {{start_ms:Int64}}, {BUCKET_S * 1000})"
         " AS b, count() AS n, countIf(status = 'error') AS e,"
-        " countIf(status = 'error' AND error_class = 'transient') AS t"
+        " countIf(status = 'error' AND error_class = 'transient') AS t,"
+        # failed requests: a client's retries share the trace, spans without one count alone
+        " uniqExactIf(trace_id, status = 'error' AND trace_id != '') + countIf(status = 'error' AND trace_id = '') AS f"
         f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
         " GROUP BY project, service, b) GROUP BY project, service",
         {"start": _ts(now - WINDOW), "now": _ts(now), "start_ms": int((now - WINDOW).timestamp() * 1000)},
@@ -43,8 +46,10 @@ def error_windows(store: Store, now: datetime) -> dict[tuple[str, str], ServiceW
     out: dict[tuple[str, str], ServiceWindow] = {}
     for row in rows:
         buckets = np.clip(np.asarray(row["bs"], dtype=int), 0, BUCKETS - 1)
-        window = ServiceWindow(np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS))
-        for array, values in ((window.calls, row["ns"]), (window.errors, row["es"]), (window.transient, row["ts"])):
+        failed = np.zeros(BUCKETS)
+        window = ServiceWindow(np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS), failed)
+        for array, values in ((window.calls, row["ns"]), (window.errors, row["es"]), (window.transient, row["ts"]),
+                              (failed, row["fs"])):
             np.add.at(array, buckets, np.asarray(values, dtype=float))
         out[(row["project"], row["service"])] = window
     return out
@@ -140,12 +145,12 @@ def _key(row: dict[str, Any]) -> Key:
 class CostHistory:
     """Trimmed hourly spend of every tenant and route, kept in memory and extended hour by hour:
     complete hours do not change, so each new hour costs one query over the last few hours.
-    Beside each hour's spend, the sum of its (untrimmed) traces' squared costs: what one trace
-    of the key usually costs, in the sense of :meth:`trace_dispersion`."""
+    Beside each hour's spend, the sum of its traces' squared costs and its costliest trace (the
+    one trimmed): what one trace of the key usually costs, see :meth:`trace_dispersion`."""
 
     days: int
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
-    squares: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
+    squares: dict[Key, dict[datetime, tuple[float, float]]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
     _until: datetime | None = None
     _typical: dict[Key, float] = field(default_factory=dict)
@@ -161,8 +166,8 @@ class CostHistory:
         rows = store.query(
             f"SELECT project, tenant, route, grouping(tenant, route) AS g, toString(hour) AS at,"
             # spans without a trace are each their own event (sq), never one "trace" of them all
-            f" {_trimmed('c')} AS spend,"
-            " sum(if(trace_id = '', sq, c * c)) - max(if(trace_id = '', 0, c * c)) AS squares"
+            f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) AS squares,"
+            " max(if(trace_id = '', 0, c)) AS top"
             " FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id,"
             " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
@@ -174,7 +179,7 @@ class CostHistory:
             key = _key(row)
             hour = _parse_ts(str(row["at"]))
             self.hourly[key][hour] = float(row["spend"])
-            self.squares[key][hour] = float(row["squares"])
+            self.squares[key][hour] = (float(row["squares"]), float(row["top"]))
             if key not in self.first_seen or hour < self.first_seen[key]:
                 self.first_seen[key] = hour
         for table in (self.hourly, self.squares):
@@ -193,15 +198,18 @@ class CostHistory:
             self._typical[key] = self._mean_hourly(key, self._until)
         return self._typical[key]
 
-    def trace_dispersion(self, key: Key) -> float:
-        """Sum of squared trace costs over summed cost, the last week's trimmed traces: the
+    def trace_dispersion(self, key: Key, outliers: int = 2) -> float:
+        """Sum of squared trace costs over summed cost of the last week's traces, the ``outliers``
+        costliest left out (one long session must not make the key deaf for a week): the
         compound-Poisson "event" cost when traces are the events. Spend made of a few costly
         sessions an hour has a large one, so two sessions instead of one are no surprise."""
         if self._until is None:
             return 0.0
         week_ago = self._until - timedelta(days=7)
-        spend = sum(v for h, v in self.hourly.get(key, {}).items() if h >= week_ago)
-        squares = sum(v for h, v in self.squares.get(key, {}).items() if h >= week_ago)
+        hours = [h for h in self.hourly.get(key, {}) if h >= week_ago and h in self.squares[key]]
+        tops = sorted((self.squares[key][h][1] for h in hours), reverse=True)[:outliers]
+        spend = sum(self.hourly[key][h] + self.squares[key][h][1] for h in hours) - sum(tops)
+        squares = sum(self.squares[key][h][0] for h in hours) - sum(t * t for t in tops)
         return squares / spend if spend > 0 else 0.0
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:

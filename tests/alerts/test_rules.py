@@ -79,6 +79,20 @@ def test_two_short_bursts_in_an_hour_are_not_a_creep():
     assert first_breach(verdicts(calls, errors)) is None
 
 
+def test_two_retried_requests_and_a_stray_error_at_night_are_not_an_outage():
+    # 4 calls a minute; in the last 5 minutes one stray error, then two requests failing twice each
+    # (a 5xx blip, retried): 5 errors of 20 calls, but 3 failed requests
+    calls = np.zeros(BUCKETS)
+    calls[::3] = 2.0
+    errors, failed = np.zeros(BUCKETS), np.zeros(BUCKETS)
+    for bucket, n in ((-29, 1), (-12, 2), (-5, 2)):
+        errors[bucket], failed[bucket] = n, 1
+    rule = ErrorRateRule()
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors, failed), 0.009, T0).state != BREACH
+    # the same errors from five failed requests are an outage
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors, errors), 0.009, T0).state == BREACH
+
+
 def test_a_quiet_service_gets_no_verdict():
     assert ErrorRateRule().evaluate("p", "svc", ServiceWindow(*[np.zeros(BUCKETS)] * 3), 0.01, T0) is None
 
@@ -130,6 +144,9 @@ def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
     back = [*stalled, stalled[-1] - 600, stalled[-1] - 1200, stalled[-1] - 1500]
     depths = [*(400 + 10 * k for k in range(8)), 300, 220, 150]
     assert queue(depths, ages=back)["QueueNotDraining"].state == CLEAR
+    # a backlog of batches drains as a sawtooth of ages: up while a batch is worked on, then down
+    drain = [2327, 2240, 2360, 2480, 2014, 2134, 2254, 1786]  # a stalled replica's first minutes back
+    assert queue([2131, 2057, 1891, 2232, 2072, 1908, 1731, 1555], ages=drain)["QueueNotDraining"].state == CLEAR
     # one younger sample is not a recovery
     wobble = [*stalled, stalled[-1] - 60, stalled[-1], stalled[-1] + 60]
     assert queue(depths, ages=wobble)["QueueNotDraining"].state == BREACH
