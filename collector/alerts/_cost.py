@@ -17,13 +17,15 @@ outliers does.
 A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
 clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
 spend over the last week, so small tenants are judged on their own scale), the last 15 minutes
-are still at 1.5x, and the excess is beyond the key's own noise. Spend is lumpy (a small tenant's
-hour is a few agent sessions), so it is modelled as compound Poisson: its variance is the
-baseline times a dispersion (the cost of one "event"), measured from the key's own residuals over
-the last week; the hour's spend must be as unlikely as ``alpha`` (1e-6) under that model. A
-small tenant whose hours normally swing 5x pages on a real tripling of many calls, not on two
-more sessions. It holds while the last 10 minutes stay at 1.5x and clears below, so
-an alert resolves within minutes of the end and pages once.
+are still at 2x (so the tail of an hour that has ended does not page again once resolved), and
+the excess is beyond the key's own noise. Spend is lumpy (a small tenant's hour is a few agent
+sessions), so it is modelled as compound Poisson: its variance is the baseline times a dispersion
+(the cost of one "event"), measured from the key's own residuals over the last week and never
+below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
+residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
+``alpha`` (1e-6) under that model. A small tenant whose hours normally swing 5x pages on a real
+tripling of many calls, not on two more sessions. It holds while the last 10 minutes stay at
+1.5x and clears below, so an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class CostRule:
         a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         if (a60 >= self.ratio * e60 and a60 - e60 >= floor
-                and spent[15] >= self.ongoing_ratio * expected[15] and spent[15] > 0
+                and spent[15] >= self.ratio * expected[15] and spent[15] > 0
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha)):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)

@@ -11,9 +11,11 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
-  chance, and still so over the last 15 minutes. Each minute's errors are capped near the
-  usual-ratio scale first (``1 + 10 x usual x calls``), so a burst adds a few errors, not a
-  hundred, and two bursts in an hour do not look like a creep.
+  chance, and still so over the last 15 minutes, and the errors are spread like the calls (no 15
+  minutes hold a share of the errors 0.4 above their share of the calls; the minutes of an outage
+  that paged are left out). Each minute's errors are capped near the usual-ratio scale first
+  (``1 + 10 x usual x calls``), so a burst adds a few errors, not a hundred, and two bursts in an
+  hour do not look like a creep.
 
 Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10% or at twice the
 usual ratio, so it resolves minutes after the provider recovers; a creep (few errors a minute)
@@ -83,10 +85,13 @@ class ErrorRateRule:
         return max(usual, self.min_usual)
 
     def evaluate(self, project: str, service: str, w: ServiceWindow, usual: float, now: datetime,
-                 top_labels: dict[str, str] | None = None, held_as: str = CREEP) -> Verdict | None:
+                 top_labels: dict[str, str] | None = None, held_as: str = CREEP,
+                 outage_at: datetime | None = None) -> Verdict | None:
         """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes.
         ``held_as`` is what the firing alert (if any) fired as, :data:`OUTAGE` or :data:`CREEP`
-        (the longer hold, the safe guess after a restart); the breach says it in ``numbers["outage"]``."""
+        (the longer hold, the safe guess after a restart); the breach says it in ``numbers["outage"]``.
+        ``outage_at`` is when this service last breached as an outage: the creep test leaves out
+        the minutes up to then (that outage paged already) and says nothing with under 30 left."""
         calls, errors = w.calls.astype(float), w.errors.astype(float)
         if calls[-10 * _PER_MINUTE:].sum() == 0:
             return None
@@ -100,11 +105,15 @@ class ErrorRateRule:
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             capped = _capped_minutes(calls, errors, usual)
-            n60, e60 = calls.sum(), capped.sum()
-            recent_n, recent_e = calls[-15 * _PER_MINUTE:].sum(), capped[-15:].sum()
-            if (e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
-                    and recent_e >= self.creep_factor * usual * recent_n):
-                minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+            minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+            skip = 0
+            if outage_at is not None:
+                skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
+                capped[:skip], minute_calls[:skip] = 0, 0
+            n60, e60 = minute_calls.sum(), capped.sum()
+            recent_n, recent_e = minute_calls[-15:].sum(), capped[-15:].sum()
+            if (skip <= 30 and e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
+                    and recent_e >= self.creep_factor * usual * recent_n and _spread_over_hour(capped, minute_calls)):
                 kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
         if kind is None:
             minutes = 5 if held_as == OUTAGE else 12
@@ -154,6 +163,15 @@ def _spread(errors: np.ndarray) -> bool:
     width = 180 // BUCKET_S
     sums = np.convolve(errors, np.ones(width), mode="valid")
     return bool(sums.max() <= 0.8 * errors.sum())
+
+
+def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
+    """The hour's (capped) errors follow its calls: no 15 minutes hold a share of the errors 0.4
+    above their share of the calls. A creep is spread like the traffic, while a short outage or
+    two bursts in a row sit in a few minutes of it (a service whose calls all came in one minute
+    may have its errors there too)."""
+    errors, calls = np.convolve(capped, np.ones(15), mode="valid"), np.convolve(minute_calls, np.ones(15), mode="valid")
+    return bool((errors / max(capped.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)
 
 
 def _capped_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> np.ndarray:

@@ -7,11 +7,11 @@ Breach: over the last ``window`` the depth never reached zero and never fell bet
 samples (stalled if flat, growing if not), or the oldest item is older than
 ``max_oldest_age_s`` and the queue is not catching up. A sawtooth (batches in, consumers draining
 them) falls between samples every few minutes, even at a high level, and stays quiet. Catching
-up: the oldest item is younger (or, without ages, the depth lower) than at the start of the
-window: consumers are back and took more than the window's worth of items, which is the end of
-the incident even while the backlog is still old. (The age itself is a sawtooth while a backlog
-of batches drains: it climbs while a batch is worked on and drops when it is done, so it does
-not fall at every sample.) Hold: a firing alert stays until the
+up: the oldest item's age (or, without ages, the depth) peaked lower in the last window than in
+the window before: consumers are back and working through the backlog, which is the end of the
+incident even while the backlog is still old. Peaks, because the age is a sawtooth while a
+backlog of batches drains (it climbs while a batch is worked on and drops when it is done), and
+a slow consumer's peaks keep rising. Hold: a firing alert stays until the
 queue catches up, is empty, or falls again with its oldest item younger than half the limit, so
 an age hovering around the limit pages once. A series whose samples stop arriving gets its own
 alert (``QueueStoppedReporting``, from ``silent_after``), and its not-draining alert neither
@@ -64,7 +64,7 @@ class QueueRule:
         recent = [s for s in samples if s.ts >= now - self.window]
         draining = Alert(QUEUE_NOT_DRAINING, labels, "", now)
         age = last.oldest_age_s
-        catching_up = self._catching_up(recent)
+        catching_up = self._catching_up(samples, now)
         if age is not None and age > self.max_oldest_age_s and last.depth > 0 and not catching_up:
             return [*out, Verdict(BREACH, Alert(
                 QUEUE_NOT_DRAINING, labels, f"{where}: oldest item waiting {_ago(timedelta(seconds=age))}",
@@ -82,13 +82,14 @@ class QueueRule:
         recovered = last.depth == 0 or catching_up or (not never_fell and young)
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
-    def _catching_up(self, recent: Sequence[DepthSample]) -> bool:
-        if len(recent) < self.min_samples:
+    def _catching_up(self, samples: Sequence[DepthSample], now: datetime) -> bool:
+        recent = [s for s in samples if s.ts >= now - self.window]
+        before = [s for s in samples if now - 2 * self.window <= s.ts < now - self.window]
+        if len(recent) < self.min_samples or len(before) < self.min_samples:
             return False
-        first, last = recent[0], recent[-1]
-        if first.oldest_age_s is not None and last.oldest_age_s is not None:
-            return last.oldest_age_s < first.oldest_age_s
-        return last.depth < first.depth
+        if all(s.oldest_age_s is not None for s in (*recent, *before)):
+            return max(s.oldest_age_s or 0.0 for s in recent) < max(s.oldest_age_s or 0.0 for s in before)
+        return max(s.depth for s in recent) < max(s.depth for s in before)
 
     def _not_draining(self, labels: dict[str, str], where: str, samples: Sequence[DepthSample],
                       link: str) -> Alert:

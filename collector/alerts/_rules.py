@@ -25,6 +25,7 @@ class ErrorRule:
         self.rule = rule
         self.daily = DailyRatios()
         self._fired_as: dict[tuple[str, str], str] = {}  # what each service's last breach was
+        self._outage_at: dict[tuple[str, str], datetime] = {}  # and when it last breached as an outage
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         ratios = self.daily.get(store, now)
@@ -32,9 +33,13 @@ class ErrorRule:
         for (project, service), window in error_windows(store, now).items():
             usual = self.rule.usual(ratios.get((project, service), []))
             verdict = self.rule.evaluate(project, service, window, usual, now,
-                                         held_as=self._fired_as.get((project, service), CREEP))
+                                         held_as=self._fired_as.get((project, service), CREEP),
+                                         outage_at=self._outage_at.get((project, service)))
             if verdict is not None and verdict.state == BREACH:
-                self._fired_as[(project, service)] = OUTAGE if verdict.alert.numbers.get("outage") else CREEP
+                outage = bool(verdict.alert.numbers.get("outage"))
+                self._fired_as[(project, service)] = OUTAGE if outage else CREEP
+                if outage:
+                    self._outage_at[(project, service)] = now
                 top = _top_error_labels(store, project, service, verdict.alert.since, now)
                 verdict = replace(verdict, alert=replace(verdict.alert,
                                                          details=verdict.alert.details + most_affected(top)))
@@ -87,12 +92,15 @@ class CostRules:
         out: dict[Key, Verdict] = {}
         for key in (k for k in expected if k[1] == "route"):
             out[key] = self._verdict(key, spent.get(key), expected[key], now)
-        pairs = cost_windows(store, now, pairs=True) if any(v.state == BREACH for v in out.values()) else {}
+        # routes whose last hour is at the breach ratio, paged or not: after a route's alert has
+        # cleared, the tenants' last hour still holds its surge and must not page for it
+        surges = {k: spent[k][60] / expected[k][60] for k in out
+                  if k in spent and expected[k][60] > 0 and spent[k][60] >= self.rule.ratio * expected[k][60]}
+        pairs = cost_windows(store, now, pairs=True) if surges else {}
         for key, verdict in out.items():
             if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
                 out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
-        surging = {k[2]: spent[k][60] / expected[k][60] for k, v in out.items()
-                   if v.state == BREACH and expected[k][60] > 0}
+        surging = {k[2]: ratio for k, ratio in surges.items() if not _one_tenant(k, spent[k][60], pairs)}
         for key in (k for k in expected if k[1] == "tenant"):
             tenant_spent = spent.get(key)
             if surging and tenant_spent is not None:

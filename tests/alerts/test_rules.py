@@ -74,6 +74,18 @@ def test_creep_to_4x_pages_within_the_hour_once_and_clears_after():
     assert after and after[0] - (end - 60) <= 13  # clear within 13 min, resolved 2 min later
 
 
+def test_an_outage_that_ended_is_not_a_creep_afterwards():
+    # 12 minutes at 30% on 10 calls a minute, then normal but for a provider burst: the hour
+    # still holds the outage's errors, which sit in 12 minutes of it, not spread like the calls
+    def ratio(m):
+        return 0.3 if 90 <= m < 102 else 0.9 if 125 <= m < 127 else 0.005
+
+    calls, errors = traffic(180, 10, ratio, seed=21)
+    results = verdicts(calls, errors, usual=0.005)
+    kinds = [v.alert.numbers["outage"] for m, v in results if v is not None and v.state == BREACH]
+    assert kinds and all(kinds), "the outage pages as an outage and nothing after it as a creep"
+
+
 def test_two_short_bursts_in_an_hour_are_not_a_creep():
     calls, errors = traffic(180, 40, lambda m: 0.6 if 80 <= m < 82 or 100 <= m < 102.5 else 0.01, seed=8)
     assert first_breach(verdicts(calls, errors)) is None
@@ -138,18 +150,18 @@ def test_an_age_hovering_around_the_limit_holds_instead_of_clearing():
 
 def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
     limit = QueueRule().max_oldest_age_s
-    stalled = [limit + 60 * k for k in range(8)]
-    assert queue([400 + 10 * k for k in range(8)], ages=stalled)["QueueNotDraining"].state == BREACH
-    # consumers back: the oldest item gets younger every minute, though still over the limit
-    back = [*stalled, stalled[-1] - 600, stalled[-1] - 1200, stalled[-1] - 1500]
-    depths = [*(400 + 10 * k for k in range(8)), 300, 220, 150]
-    assert queue(depths, ages=back)["QueueNotDraining"].state == CLEAR
-    # a backlog of batches drains as a sawtooth of ages: up while a batch is worked on, then down
-    drain = [2327, 2240, 2360, 2480, 2014, 2134, 2254, 1786]  # a stalled replica's first minutes back
-    assert queue([2131, 2057, 1891, 2232, 2072, 1908, 1731, 1555], ages=drain)["QueueNotDraining"].state == CLEAR
-    # one younger sample is not a recovery
-    wobble = [*stalled, stalled[-1] - 60, stalled[-1], stalled[-1] + 60]
-    assert queue(depths, ages=wobble)["QueueNotDraining"].state == BREACH
+    stalled = [limit + 60 * k for k in range(16)]
+    depths = [400 + 10 * k for k in range(16)]
+    assert queue(depths, ages=stalled)["QueueNotDraining"].state == BREACH
+    # consumers back: a backlog of batches drains as a sawtooth of ages (up while a batch is
+    # worked on, down when it is done), each peak lower than the last, all still over the limit
+    top = stalled[-1]
+    drain = [top - 400, top - 340, top - 280, top - 750, top - 690, top - 630, top - 1100, top - 1040, top - 980]
+    back = [*depths, 1800, 1700, 1900, 1600, 1500, 1700, 1400, 1300, 1500]
+    assert queue(back, ages=[*stalled, *drain])["QueueNotDraining"].state == CLEAR
+    # a slow consumer's sawtooth with rising peaks is still an incident
+    slow = [top - 60, top, top + 60, top, top + 60, top + 120, top + 60, top + 120, top + 180]
+    assert queue(back, ages=[*stalled, *slow])["QueueNotDraining"].state == BREACH
 
 
 def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
