@@ -6,16 +6,16 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 - **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
   chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
   traces: one request retried twice is one failure, not three, which at night's few calls a
-  minute is the difference), and the errors are spread over the window: no 3 minutes hold more
-  than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
+  minute is the difference), and the errors are spread over the window like the calls: no 3
+  minutes hold a share of the errors 0.2 above their share of the calls (80% with steady
+  traffic). Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
   chance, and still so over the last 15 minutes, and the errors are spread like the calls (no 15
   minutes hold a share of the errors 0.4 above their share of the calls; the minutes of an outage
-  that paged are left out). Each minute's errors are capped near the usual-ratio scale first
-  (``1 + 10 x usual x calls``), so a burst adds a few errors, not a hundred, and two bursts in an
-  hour do not look like a creep.
+  that paged are left out). Burst minutes (more errors than ``1 + 10 x usual x calls``) are left
+  out of the hour first, so provider bursts, however many in the hour, never look like a creep.
 
 Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10% or at twice the
 usual ratio, so it resolves minutes after the provider recovers; a creep (few errors a minute)
@@ -100,12 +100,11 @@ class ErrorRateRule:
         n5, e5 = calls[five].sum(), errors[five].sum()
         kind, first = None, 0
         failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
-        if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha and _spread(errors[five])
-                and failed5 >= self.min_failed_requests):
+        if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
+                and _spread(errors[five], calls[five]) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
-            capped = _capped_minutes(calls, errors, usual)
-            minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+            minute_calls, capped = _creep_minutes(calls, errors, usual)
             skip = 0
             if outage_at is not None:
                 skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
@@ -117,8 +116,8 @@ class ErrorRateRule:
                 kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
         if kind is None:
             minutes = 5 if held_as == OUTAGE else 12
-            n_hold = calls[-minutes * _PER_MINUTE:].sum()
-            e_hold = _capped_minutes(calls, errors, usual)[-minutes:].sum()
+            minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
+            n_hold, e_hold = minute_calls[-minutes:].sum(), minute_errors[-minutes:].sum()
             held = e_hold >= self.hold_factor * usual * n_hold or (n5 and e5 / n5 >= 0.10)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
@@ -157,12 +156,16 @@ def _tail(k: float, n: float, p: float) -> float:
     return float(binom.sf(k - 1, int(n), p))
 
 
-def _spread(errors: np.ndarray) -> bool:
-    """No 3 minutes of the window hold more than 80% of its errors (a burst, under 3 minutes
-    with its retries, holds nearly all; an outage of 5 minutes spreads over the window)."""
+def _spread(errors: np.ndarray, calls: np.ndarray) -> bool:
+    """The window's errors follow its calls: no 3 minutes hold a share of the errors more than
+    0.2 above their share of the calls. With steady traffic that is "no 3 minutes hold more than
+    80% of the errors": a burst, under 3 minutes with its retries, holds nearly all of them and an
+    outage of 5 minutes spreads over the window; a service whose calls all came in one minute
+    may have its errors there too."""
     width = 180 // BUCKET_S
-    sums = np.convolve(errors, np.ones(width), mode="valid")
-    return bool(sums.max() <= 0.8 * errors.sum())
+    in_errors = np.convolve(errors, np.ones(width), mode="valid") / max(errors.sum(), 1.0)
+    in_calls = np.convolve(calls, np.ones(width), mode="valid") / max(calls.sum(), 1.0)
+    return bool((in_errors - in_calls).max() <= 0.2 + 1e-9)  # 0.8 - 0.6 is not 0.2 in floating point
 
 
 def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
@@ -174,11 +177,14 @@ def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
     return bool((errors / max(capped.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)
 
 
-def _capped_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> np.ndarray:
-    """Errors per minute, each capped at 1 + 10 x usual x calls of that minute."""
+def _creep_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
+    """Calls and errors per minute, burst minutes left out: a minute with more errors than
+    ``1 + 10 x usual x calls`` is a burst (a creep to 4x makes such a minute about once in a
+    hundred), which the outage test judges; in the creep's hour it would count like a creep."""
     minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
     minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
-    return np.minimum(minute_errors, 1 + np.floor(10 * usual * minute_calls))
+    burst = minute_errors > 1 + np.floor(10 * usual * minute_calls)
+    return np.where(burst, 0.0, minute_calls), np.where(burst, 0.0, minute_errors)
 
 
 def _onset(calls: np.ndarray, errors: np.ndarray, ratio: float, width: int = _PER_MINUTE) -> int:

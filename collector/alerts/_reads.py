@@ -58,9 +58,9 @@ def error_windows(store: Store, now: datetime) -> dict[tuple[str, str], ServiceW
 @dataclass
 class DailyRatios:
     """Each service's daily error ratios of the last ``days`` complete days, read once a day,
-    without their bursts: each minute's errors count up to ``1 + 10 x burst_scale x calls`` (as
-    the creep test caps them), so provider 5xx bursts, which the outage test judges, do not
-    double the ratio a creep is measured against."""
+    without their bursts: a minute with more errors than ``1 + 10 x burst_scale x calls`` is left
+    out (as the creep test leaves it out), so provider 5xx bursts, which the outage test judges,
+    do not double the ratio a creep is measured against."""
 
     days: int = 7
     min_calls: int = 50
@@ -73,8 +73,8 @@ class DailyRatios:
         if self._day != today:
             start = datetime.combine(today, datetime.min.time(), tzinfo=timezone.utc)
             rows = store.query(
-                "SELECT project, service, toDate(minute) AS day, sum(mn) AS n,"
-                " sum(least(toFloat64(me), 1 + floor({scale:Float64} * mn))) AS e FROM ("
+                "SELECT project, service, toDate(minute) AS day, sumIf(mn, me <= 1 + floor({scale:Float64} * mn)) AS n,"
+                " sumIf(me, me <= 1 + floor({scale:Float64} * mn)) AS e FROM ("
                 " SELECT project, service, toStartOfMinute(ts) AS minute, count() AS mn,"
                 f" countIf(status = 'error') AS me FROM llm_spans WHERE {_IS_CALL}"
                 f" AND ts >= {{start:{_DT}}} AND ts < {{end:{_DT}}} GROUP BY project, service, minute)"
