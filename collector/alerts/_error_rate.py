@@ -6,9 +6,8 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 - **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
   chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
   traces: one request retried twice is one failure, not three, which at night's few calls a
-  minute is the difference), and the errors are spread over the window like the calls: no 3
-  minutes hold a share of the errors 0.2 above their share of the calls (80% with steady
-  traffic). Provider 5xx bursts (under 3 minutes, retried by clients) are normal
+  minute is the difference), and the errors are spread over the window: no 3 minutes hold more
+  than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
@@ -101,7 +100,7 @@ class ErrorRateRule:
         kind, first = None, 0
         failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
         if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
-                and _spread(errors[five], calls[five]) and failed5 >= self.min_failed_requests):
+                and _spread(errors[five]) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             minute_calls, capped = _creep_minutes(calls, errors, usual)
@@ -156,16 +155,13 @@ def _tail(k: float, n: float, p: float) -> float:
     return float(binom.sf(k - 1, int(n), p))
 
 
-def _spread(errors: np.ndarray, calls: np.ndarray) -> bool:
-    """The window's errors follow its calls: no 3 minutes hold a share of the errors more than
-    0.2 above their share of the calls. With steady traffic that is "no 3 minutes hold more than
-    80% of the errors": a burst, under 3 minutes with its retries, holds nearly all of them and an
-    outage of 5 minutes spreads over the window; a service whose calls all came in one minute
-    may have its errors there too."""
+def _spread(errors: np.ndarray) -> bool:
+    """No 3 minutes of the window hold more than 80% of its errors (a burst, under 3 minutes
+    with its retries, holds nearly all; an outage of 5 minutes spreads over the window). Not
+    relative to the calls: a burst's retries crowd its minutes with calls too."""
     width = 180 // BUCKET_S
-    in_errors = np.convolve(errors, np.ones(width), mode="valid") / max(errors.sum(), 1.0)
-    in_calls = np.convolve(calls, np.ones(width), mode="valid") / max(calls.sum(), 1.0)
-    return bool((in_errors - in_calls).max() <= 0.2 + 1e-9)  # 0.8 - 0.6 is not 0.2 in floating point
+    sums = np.convolve(errors, np.ones(width), mode="valid")
+    return bool(sums.max() <= 0.8 * errors.sum())
 
 
 def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
@@ -180,10 +176,11 @@ def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
 def _creep_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
     """Calls and errors per minute, burst minutes left out: a minute with more errors than
     ``1 + 10 x usual x calls`` is a burst (a creep to 4x makes such a minute about once in a
-    hundred), which the outage test judges; in the creep's hour it would count like a creep."""
+    hundred), which the outage test judges; in the creep's hour it would count like a creep. A
+    minute holding half the hour's calls is the hour's traffic, not a burst in it."""
     minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
     minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
-    burst = minute_errors > 1 + np.floor(10 * usual * minute_calls)
+    burst = (minute_errors > 1 + np.floor(10 * usual * minute_calls)) & (minute_calls < 0.5 * minute_calls.sum())
     return np.where(burst, 0.0, minute_calls), np.where(burst, 0.0, minute_errors)
 
 
