@@ -103,16 +103,17 @@ class ErrorRateRule:
                 and _spread(errors[five]) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
-            minute_calls, capped = _creep_minutes(calls, errors, usual)
+            minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
             skip = 0
             if outage_at is not None:
                 skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
-                capped[:skip], minute_calls[:skip] = 0, 0
-            n60, e60 = minute_calls.sum(), capped.sum()
-            recent_n, recent_e = minute_calls[-15:].sum(), capped[-15:].sum()
+                minute_errors[:skip], minute_calls[:skip] = 0, 0
+            n60, e60 = minute_calls.sum(), minute_errors.sum()
+            recent_n, recent_e = minute_calls[-15:].sum(), minute_errors[-15:].sum()
             if (skip <= 30 and e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
-                    and recent_e >= self.creep_factor * usual * recent_n and _spread_over_hour(capped, minute_calls)):
-                kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, capped, self.creep_factor * usual, 5)
+                    and recent_e >= self.creep_factor * usual * recent_n
+                    and _spread_over_hour(minute_errors, minute_calls)):
+                kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, minute_errors, self.creep_factor * usual, 5)
         if kind is None:
             minutes = 5 if held_as == OUTAGE else 12
             minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
@@ -164,13 +165,14 @@ def _spread(errors: np.ndarray) -> bool:
     return bool(sums.max() <= 0.8 * errors.sum())
 
 
-def _spread_over_hour(capped: np.ndarray, minute_calls: np.ndarray) -> bool:
-    """The hour's (capped) errors follow its calls: no 15 minutes hold a share of the errors 0.4
-    above their share of the calls. A creep is spread like the traffic, while a short outage or
-    two bursts in a row sit in a few minutes of it (a service whose calls all came in one minute
-    may have its errors there too)."""
-    errors, calls = np.convolve(capped, np.ones(15), mode="valid"), np.convolve(minute_calls, np.ones(15), mode="valid")
-    return bool((errors / max(capped.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)
+def _spread_over_hour(minute_errors: np.ndarray, minute_calls: np.ndarray) -> bool:
+    """The hour's errors (burst minutes out) follow its calls: no 15 minutes hold a share of the
+    errors 0.4 above their share of the calls. A creep is spread like the traffic, while a short
+    outage sits in a few minutes of it (a service whose calls all came in one minute may have its
+    errors there too)."""
+    window = np.ones(15)
+    errors, calls = np.convolve(minute_errors, window, mode="valid"), np.convolve(minute_calls, window, mode="valid")
+    return bool((errors / max(minute_errors.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)
 
 
 def _creep_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
