@@ -123,7 +123,7 @@ _UNKNOWN = object()
 
 def _openai_object_chunk(chunk: Any, usage: Usage) -> object:
     """The hot path for OpenAI ``ChatCompletionChunk`` objects: plain attribute reads, no helper
-    call per field (about half the per-chunk cost). ``_UNKNOWN`` for any other shape, which the
+    call per field (a third of ``observe``: 850 -> 540 ns). ``_UNKNOWN`` for any other shape, which the
     general reader then takes. What user code raises here, the caller catches."""
     choices = getattr(chunk, "choices", None)
     if type(choices) is not list:
