@@ -10,7 +10,7 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
-- **Creep**: over the last hour the ratio is at least ``creep_factor`` (3x) the usual, beyond
+- **Creep**: over the last hour the ratio is at least ``creep_factor`` (3.5x) the usual, beyond
   chance, and still so over the last 15 minutes, and the errors are spread like the calls (no 15
   minutes hold a share of the errors 0.4 above their share of the calls; the minutes of an outage
   that paged are left out). Burst minutes (more errors than ``1 + 10 x usual x calls``) are left
@@ -60,7 +60,7 @@ class ErrorRateRule:
 
     slo: float = 0.995
     outage_ratio: float = 0.15
-    creep_factor: float = 3.0
+    creep_factor: float = 3.5
     hold_factor: float = 2.0
     alpha: float = 1e-6
     creep_alpha: float = 1e-5
