@@ -64,7 +64,7 @@ class QueueRule:
         recent = [s for s in samples if s.ts >= now - self.window]
         draining = Alert(QUEUE_NOT_DRAINING, labels, "", now)
         age = last.oldest_age_s
-        catching_up = self._catching_up(samples, now)
+        catching_up = self._catching_up(recent, samples, now)
         if age is not None and age > self.max_oldest_age_s and last.depth > 0 and not catching_up:
             return [*out, Verdict(BREACH, Alert(
                 QUEUE_NOT_DRAINING, labels, f"{where}: oldest item waiting {_ago(timedelta(seconds=age))}",
@@ -82,8 +82,7 @@ class QueueRule:
         recovered = last.depth == 0 or catching_up or (not never_fell and young)
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
-    def _catching_up(self, samples: Sequence[DepthSample], now: datetime) -> bool:
-        recent = [s for s in samples if s.ts >= now - self.window]
+    def _catching_up(self, recent: Sequence[DepthSample], samples: Sequence[DepthSample], now: datetime) -> bool:
         before = [s for s in samples if now - 2 * self.window <= s.ts < now - self.window]
         if len(recent) < self.min_samples or len(before) < self.min_samples:
             return False

@@ -157,7 +157,7 @@ class CostHistory:
 
     days: int
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
-    squares: dict[Key, dict[datetime, tuple[float, float]]] = field(default_factory=lambda: defaultdict(dict))
+    traces: dict[Key, dict[datetime, tuple[float, float]]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
     _until: datetime | None = None
     _typical: dict[Key, float] = field(default_factory=dict)
@@ -186,10 +186,10 @@ class CostHistory:
             key = _key(row)
             hour = _parse_ts(str(row["at"]))
             self.hourly[key][hour] = float(row["spend"])
-            self.squares[key][hour] = (float(row["squares"]), float(row["top"]))
+            self.traces[key][hour] = (float(row["squares"]), float(row["top"]))
             if key not in self.first_seen or hour < self.first_seen[key]:
                 self.first_seen[key] = hour
-        for table in (self.hourly, self.squares):
+        for table in (self.hourly, self.traces):
             for series in table.values():
                 for hour in [h for h in series if h < oldest]:
                     del series[hour]
@@ -213,10 +213,10 @@ class CostHistory:
         if self._until is None:
             return 0.0
         week_ago = self._until - timedelta(days=7)
-        hours = [h for h in self.hourly.get(key, {}) if h >= week_ago and h in self.squares[key]]
-        tops = sorted((self.squares[key][h][1] for h in hours), reverse=True)[:outliers]
-        spend = sum(self.hourly[key][h] + self.squares[key][h][1] for h in hours) - sum(tops)
-        squares = sum(self.squares[key][h][0] for h in hours) - sum(t * t for t in tops)
+        hours = [h for h in self.hourly.get(key, {}) if h >= week_ago and h in self.traces[key]]
+        tops = sorted((self.traces[key][h][1] for h in hours), reverse=True)[:outliers]
+        spend = sum(self.hourly[key][h] + self.traces[key][h][1] for h in hours) - sum(tops)
+        squares = sum(self.traces[key][h][0] for h in hours) - sum(t * t for t in tops)
         return squares / spend if spend > 0 else 0.0
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:
