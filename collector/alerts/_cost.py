@@ -24,12 +24,16 @@ sessions), so it is modelled as compound Poisson: its variance is the baseline t
 below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
 residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
 ``alpha`` (1e-6) under that model. A small tenant whose hours normally swing 5x pages on a real
-tripling of many calls, not on two more sessions. It holds while the last 10 minutes stay at
+tripling of many calls, not on two more sessions. Nor need the spend be that unlikely when each
+request got dearer: a key whose last hour's requests cost more than its usual per request, beyond
+chance at the same ``alpha`` (see ``_unit_cost``: a prompt that tripled, a pricier model), breaches
+at the same ratio and floors, however lumpy its hours. It holds while the last 10 minutes stay at
 1.5x and clears below, so an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,11 +95,12 @@ class CostRule:
 
     def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
                  expected: Mapping[int, float], typical_hourly: float, now: datetime,
-                 dispersion: float | None = None) -> Verdict:
+                 dispersion: float | None = None, unit: tuple[float, float] | None = None) -> Verdict:
         """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
         to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
         hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
-        ``None``: not known yet, so it cannot breach)."""
+        ``None``: not known yet); ``unit`` the (z, ratio) of its last hour's cost per request
+        against its usual (see ``_unit_cost``; ``None``: not known). Without either, it cannot breach."""
         labels = {"project": project, dimension: key}
         # never judged against less than half its mean hour: at a key's quiet hours the seasonal
         # baseline is ~$0, and one session would look impossible
@@ -103,10 +108,11 @@ class CostRule:
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         if (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[15] >= self.ratio * expected[15] and spent[15] > 0
-                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha)):
+                and ((dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
+                     or (unit is not None and unit[0] >= _z_beyond(self.alpha)))):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
-            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since))
+            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit[1] if unit else None))
         held = spent[10] >= self.ongoing_ratio * expected[10] and spent[10] > 0
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
@@ -133,14 +139,25 @@ def _unlikely(spent: float, expected: float, dispersion: float, alpha: float) ->
     return bool(gammainc(events, mean) <= alpha)
 
 
+@functools.cache
+def _z_beyond(alpha: float) -> float:
+    """The standard normal's upper ``alpha`` quantile (4.75 for 1e-6)."""
+    from scipy.special import ndtri
+
+    return float(-ndtri(alpha))
+
+
 def _alert(labels: dict[str, str], dimension: str, key: str, actual: float, expected: float,
-           since: datetime) -> Alert:
+           since: datetime, unit_ratio: float | None) -> Alert:
     usual = f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else "usually nothing"
+    dearer = f"; a request cost {unit_ratio:.1f}x its usual" if unit_ratio is not None and unit_ratio >= 1.5 else ""
     return Alert(
         name=COST_ANOMALY, labels=labels,
-        summary=f"{dimension} {key} spent ${actual:,.2f} in the last hour, {usual} (since {since:%H:%M} UTC)",
+        summary=f"{dimension} {key} spent ${actual:,.2f} in the last hour, {usual}{dearer}"
+                f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
-                 "ratio": actual / expected if expected > 0 else 0.0},
+                 "ratio": actual / expected if expected > 0 else 0.0,
+                 **({"request_cost_ratio": unit_ratio} if unit_ratio is not None else {})},
         link="/cost?" + urlencode({dimension: key}),
     )

@@ -19,6 +19,7 @@ from ..store import clickhouse_time as _ts
 from ._cost import HOUR, WINDOWS
 from ._error_rate import BUCKET_S, BUCKETS, WINDOW, ServiceWindow
 from ._queue import DepthSample
+from ._unit_cost import Pair, UnitCosts
 
 _DT = "DateTime64(3)"
 _IS_CALL = f"kind = '{LLM}'"
@@ -116,6 +117,12 @@ def _trimmed(column: str) -> str:
     return f"sum({column}) - max(if(trace_id = '', 0, {column}))"
 
 
+# a request's unit cost (see ``_unit_cost``): per trace the count and log sums of its priced calls,
+# then per (tenant, route) and hour the traces and sums of their mean log cost (untraced calls one each)
+_CALL_UNITS = ("countIf(ifNull(cost_usd, 0) > 0) AS un, sumIf(log(ifNull(cost_usd, 0)), ifNull(cost_usd, 0) > 0) AS u1,"
+               " sumIf(pow(log(ifNull(cost_usd, 0)), 2), ifNull(cost_usd, 0) > 0) AS u2")
+_UNITS = ("sumIf(if(trace_id = '', un, 1), un > 0) AS uk, sumIf(if(trace_id = '', u1, u1 / un), un > 0) AS us,"
+          " sumIf(if(trace_id = '', u2, (u1 / un) * (u1 / un)), un > 0) AS uq")
 _GROUPS = "GROUP BY GROUPING SETS ((project, tenant), (project, route))"
 _PAIRS = "GROUP BY GROUPING SETS ((project, tenant, route))"
 
@@ -141,6 +148,18 @@ def cost_windows(store: Store, now: datetime, *, pairs: bool = False) -> dict[Ke
     return out
 
 
+def unit_windows(store: Store, now: datetime) -> list[tuple[Pair, float, float]]:
+    """Per (project, tenant, route): the last hour's traces with priced calls and the sum of their
+    unit costs (see ``_unit_cost``)."""
+    rows = store.query(
+        f"SELECT project, tenant, route, {_UNITS} FROM (SELECT project, tenant, route, trace_id, {_CALL_UNITS}"
+        f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
+        " GROUP BY project, tenant, route, trace_id) GROUP BY project, tenant, route HAVING uk > 0",
+        {"start": _ts(now - HOUR), "now": _ts(now)},
+    )
+    return [((str(r["project"]), str(r["tenant"]), str(r["route"])), float(r["uk"]), float(r["us"])) for r in rows]
+
+
 def _key(row: dict[str, Any]) -> Key:
     """(project, dimension, value) of a row grouped by tenant (``g`` = 1) or by route (2)."""
     if int(row["g"]) == 1:
@@ -159,6 +178,7 @@ class CostHistory:
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
     traces: dict[Key, dict[datetime, tuple[float, float]]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
+    units: UnitCosts = field(default_factory=UnitCosts)
     _until: datetime | None = None
     _typical: dict[Key, float] = field(default_factory=dict)
     _typical_at: datetime | None = None
@@ -174,17 +194,23 @@ class CostHistory:
             f"SELECT project, tenant, route, grouping(tenant, route) AS g, toString(hour) AS at,"
             # spans without a trace are each their own event (sq), never one "trace" of them all
             f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) AS squares,"
-            " max(if(trace_id = '', 0, c)) AS top"
-            " FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id,"
+            f" max(if(trace_id = '', 0, c)) AS top, {_UNITS}"
+            f" FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, {_CALL_UNITS},"
             " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
             " GROUP BY project, tenant, route, hour, trace_id)"
-            " GROUP BY GROUPING SETS ((project, tenant, hour), (project, route, hour))",
+            " GROUP BY GROUPING SETS ((project, tenant, hour), (project, route, hour), (project, tenant, route, hour))",
             {"start": _ts(start), "until": _ts(until)},
         )
+        units: dict[datetime, dict[Pair, tuple[float, float, float]]] = defaultdict(dict)
         for row in rows:
-            key = _key(row)
             hour = _parse_ts(str(row["at"]))
+            if int(row["g"]) == 0:
+                if float(row["uk"]) > 0:
+                    units[hour][(str(row["project"]), str(row["tenant"]), str(row["route"]))] = (
+                        float(row["uk"]), float(row["us"]), float(row["uq"]))
+                continue
+            key = _key(row)
             self.hourly[key][hour] = float(row["spend"])
             self.traces[key][hour] = (float(row["squares"]), float(row["top"]))
             if key not in self.first_seen or hour < self.first_seen[key]:
@@ -193,6 +219,12 @@ class CostHistory:
             for series in table.values():
                 for hour in [h for h in series if h < oldest]:
                     del series[hour]
+        hour = start
+        while hour < until:  # an hour re-read without priced calls any more is emptied too
+            self.units.set_hour(hour, units.get(hour, {}))
+            hour += HOUR
+        self.units.keep_week(until)
+        self.units.learn()
         self._until = until
 
     def typical_hourly(self, key: Key) -> float:

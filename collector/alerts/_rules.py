@@ -13,7 +13,7 @@ from ._cost import WINDOWS, CostRule, dispersion
 from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
-from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
+from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series, unit_windows
 
 _DT = "DateTime64(3)"
 
@@ -89,9 +89,11 @@ class CostRules:
         self._learn_noise(now.replace(minute=0, second=0, microsecond=0))
         spent = cost_windows(store, now)
         expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
+        requests = unit_windows(store, now)
+        unit = self.history.units.shift(requests)
         out: dict[Key, Verdict] = {}
         for key in (k for k in expected if k[1] == "route"):
-            out[key] = self._verdict(key, spent.get(key), expected[key], now)
+            out[key] = self._verdict(key, spent.get(key), expected[key], now, unit.get(key))
         # routes whose last hour is at the breach ratio, paged or not: after a route's alert has
         # cleared, the tenants' last hour still holds its surge and must not page for it
         surges = {k: spent[k][60] / expected[k][60] for k in out
@@ -101,12 +103,14 @@ class CostRules:
             if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
                 out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
         surging = {k[2]: ratio for k, ratio in surges.items() if not _one_tenant(k, spent[k][60], pairs)}
+        if surging:  # and its dearer requests are not the tenants' either
+            unit = self.history.units.shift(requests, skip_routes=surging)
         for key in (k for k in expected if k[1] == "tenant"):
             tenant_spent = spent.get(key)
             if surging and tenant_spent is not None:
                 # a pricier model on a route pages once, for the route: deflate that route's share
                 tenant_spent = _deflated(key, tenant_spent, pairs, surging)
-            out[key] = self._verdict(key, tenant_spent, expected[key], now)
+            out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key))
         for key, verdict in out.items():
             if verdict.state == BREACH:
                 out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
@@ -152,11 +156,12 @@ class CostRules:
     def _keys(self, spent: dict[Key, dict[int, float]]) -> set[Key]:
         return set(spent) | set(self.history.hourly)
 
-    def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime) -> Verdict:
+    def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime,
+                 unit: tuple[float, float] | None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
         return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
-                                  self._noise.get(key))
+                                  self._noise.get(key), unit)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and

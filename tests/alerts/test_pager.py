@@ -104,6 +104,27 @@ def test_a_small_tenant_pages_on_its_own_scale_and_one_heavy_session_does_not(st
     assert 2.5 <= small.numbers["ratio"] <= 3.5 and small.numbers["excess_usd"] < 0.2  # cents, and paged
 
 
+def test_requests_that_cost_3x_page_a_tenant_whose_hours_swing_with_its_sessions(store):
+    # "lumpy": 10-14 agent sessions an hour of 1-15 calls each, so its hours swing ~2x with the
+    # sessions; in the last 70 minutes every call costs 3x (a prompt that tripled)
+    project = "pager-unit"
+    rng = random.Random(5)
+    rows, hour = [], NOW.replace(minute=0, second=0, microsecond=0) - timedelta(days=15)
+    while hour < NOW:
+        for session in range(rng.randint(10, 14)):
+            start = hour + timedelta(minutes=rng.uniform(0, 60))
+            factor = 3.0 if start >= NOW - timedelta(minutes=70) else 1.0
+            rows += [{"project": project, "ts": ts(start + timedelta(seconds=5 * step)), "service": "agent",
+                      "operation": "chat", "tenant": "lumpy", "route": "agent.plan",
+                      "trace_id": f"{hour:%j%H}-{session}", "cost_usd": 0.01 * factor * rng.lognormvariate(0, 0.3),
+                      "status": "ok"} for step in range(rng.randint(1, 15))]
+        hour += timedelta(hours=1)
+    store.insert("llm_spans", encode_rows(rows))
+    active = [a for a in Evaluator(store).run_once(NOW).active if a.labels["project"] == project]
+    assert [a.labels.get("tenant") for a in active] == ["lumpy"]  # the tenant pages; its own route is held
+    assert 2.5 <= active[0].numbers["request_cost_ratio"] <= 3.5
+
+
 def test_cost_floors_are_settable_from_the_cli(monkeypatch):
     seen = {}
     monkeypatch.setattr("infersight.collector._server.serve", lambda settings: seen.setdefault("s", settings))

@@ -265,3 +265,52 @@ def test_a_quiet_hour_near_zero_baseline_does_not_make_one_session_impossible():
 def test_a_burst_of_almost_three_minutes_is_not_an_outage():
     calls, errors = traffic(150, 30, lambda m: 0.9 if 100 <= m < 102.9 else 0.01, seed=12)
     assert first_breach(verdicts(calls, errors)) is None
+
+
+def unit_costs(rng, week_traces=400):
+    """A week of tenant "small" on a cheap route (~$0.0005 a request) and a dear one (~$0.05)."""
+    from infersight.collector.alerts._unit_cost import UnitCosts
+
+    units = UnitCosts()
+    for h in range(168):
+        rows = {}
+        for route, level in (("rewrite", np.log(0.0005)), ("summarize", np.log(0.05))):
+            logs = level + rng.normal(0, 0.5, week_traces // 168 + 2)
+            rows[("p", "small", route)] = (float(len(logs)), float(logs.sum()), float((logs ** 2).sum()))
+        units.set_hour(T0 + timedelta(hours=h), rows)
+    units.learn()
+    return units
+
+
+def hour_of(rng, traces, factor=1.0):
+    """The last hour's (pair, traces, sum of unit costs) for ``traces`` per route."""
+    return [(("p", "small", route), float(n), float((np.log(level * factor) + rng.normal(0, 0.5, n)).sum()))
+            for route, level, n in (("rewrite", 0.0005, traces[0]), ("summarize", 0.05, traces[1]))]
+
+
+def test_dearer_requests_are_seen_through_the_route_mix():
+    rng = np.random.default_rng(3)
+    units = unit_costs(rng)
+    # all requests on the dear route this hour: 100x the usual spend per request, but not dearer
+    mix = units.shift(hour_of(rng, (0, 8)))[("p", "tenant", "small")]
+    assert mix[0] < 3 and 0.5 < mix[1] < 2
+    z, ratio = units.shift(hour_of(rng, (4, 4), factor=3.0))[("p", "tenant", "small")]
+    assert z > 4.75 and 2.0 < ratio < 4.5  # 8 requests each 3x dearer: beyond chance
+    # a route whose model got dearer is the route's, not the tenant's
+    shifted = units.shift(hour_of(rng, (0, 8), factor=10.0), skip_routes={"summarize"})
+    assert ("p", "tenant", "small") not in shifted and shifted[("p", "route", "summarize")][0] > 4.75
+    assert units.shift(hour_of(rng, (2, 2), factor=3.0)) == {}  # 4 requests: too few to say
+
+
+def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
+    # spend tripled, but this tenant's hours swing with a few $0.05 sessions: the volume test says
+    # nothing; its requests each costing 3x their usual (z 9) do
+    assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, dispersion=0.05).state != BREACH
+    unit = CostRule().evaluate("p", "tenant", "small", {m: 0.15 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)},
+                               {m: 0.05 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)}, 0.04, T0, 0.05, (9.0, 3.1))
+    assert unit.state == BREACH and "a request cost 3.1x its usual" in unit.alert.summary
+    assert unit.alert.numbers["request_cost_ratio"] == 3.1
+    # dearer requests alone, with the hour's spend under 2x its baseline, do not page
+    cheap = CostRule().evaluate("p", "tenant", "small", {m: 0.08 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)},
+                                {m: 0.05 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)}, 0.04, T0, 0.05, (9.0, 3.1))
+    assert cheap.state != BREACH

@@ -1,0 +1,117 @@
+"""What one request of a tenant or route usually costs, so a small key's tripled cost per request
+is seen even when its hourly spend swings several-fold with the number of sessions.
+
+A request is a trace (untraced calls count one each); its *unit cost* is the mean log cost of its
+priced calls. Routes differ by orders of magnitude (a summary on a dear model against a query
+rewrite), so a trace is measured against its route's level: the residual is its unit cost less
+the route's mean unit cost over the last week. Each key (tenant or route) has a usual residual
+(mean) and spread (variance across its traces) over the last week; the last hour's traces are
+tested against them: z = (their mean residual - usual) / sqrt(spread / traces).
+
+Spend that rose because calls got dearer (a prompt that tripled, a pricier model) shifts every
+trace; spend that rose because a few more sessions came does not. Sessions are the unit, so one
+conversation's correlated calls are one observation, not many.
+
+The week's sums are kept per (tenant, route) pair and hour in arrays, extended hour by hour like
+the hourly spend, so learning and testing cost a few vectorised passes, not a scan of the week.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from datetime import datetime, timedelta
+
+import numpy as np
+
+Pair = tuple[str, str, str]  # project, tenant, route
+Key = tuple[str, str, str]  # project, dimension (tenant | route), value
+WEEK = timedelta(days=7)
+MIN_TRACES_NOW = 5  # fewer traces in the last hour: no verdict (the normal approximation needs a few)
+MIN_TRACES_WEEK = 20
+
+
+class UnitCosts:
+    """Per (tenant, route) pair and hour: traces, sum and sum of squares of their unit costs."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Pair, int] = {}
+        self._hours: dict[datetime, tuple[np.ndarray, np.ndarray]] = {}  # hour -> (pair ids, [k, s, q] rows)
+        self._week = np.zeros((0, 3))
+        self._level: dict[tuple[str, str], float] = {}
+        self._usual: dict[Key, tuple[float, float]] = {}
+
+    def set_hour(self, hour: datetime, rows: Mapping[Pair, tuple[float, float, float]]) -> None:
+        """Replace one hour's sums (hours are re-read while late spans arrive)."""
+        self.drop_hour(hour)
+        for pair in rows:
+            self._ids.setdefault(pair, len(self._ids))
+        if len(self._ids) > len(self._week):
+            self._week = np.vstack([self._week, np.zeros((len(self._ids) - len(self._week), 3))])
+        ids = np.fromiter((self._ids[p] for p in rows), dtype=np.int64, count=len(rows))
+        sums = np.asarray(list(rows.values()), dtype=float).reshape(-1, 3)
+        self._hours[hour] = (ids, sums)
+        np.add.at(self._week, ids, sums)
+
+    def drop_hour(self, hour: datetime) -> None:
+        if hour in self._hours:
+            ids, sums = self._hours.pop(hour)
+            np.subtract.at(self._week, ids, sums)
+
+    def keep_week(self, until: datetime) -> None:
+        for hour in [h for h in self._hours if h < until - WEEK]:
+            self.drop_hour(hour)
+
+    def learn(self) -> None:
+        """Each route's level and each key's usual residual and spread, from the week's sums."""
+        pairs = list(self._ids)
+        if not pairs:
+            return
+        k, s, q = (self._week[: len(pairs), i] for i in range(3))
+        routes = {(p, r): i for i, (p, r) in enumerate(dict.fromkeys((p, r) for p, _, r in pairs))}
+        tenants = {(p, t): i for i, (p, t) in enumerate(dict.fromkeys((p, t) for p, t, _ in pairs))}
+        r_idx = np.fromiter((routes[(p, r)] for p, _, r in pairs), dtype=np.int64, count=len(pairs))
+        t_idx = np.fromiter((tenants[(p, t)] for p, t, _ in pairs), dtype=np.int64, count=len(pairs))
+        r_k = np.bincount(r_idx, k, len(routes))
+        level = np.divide(np.bincount(r_idx, s, len(routes)), r_k, out=np.zeros(len(routes)), where=r_k > 0)
+        mu = level[r_idx]
+        # the pairs' sums of residuals and of squared residuals against their route's level
+        rs, rq = s - k * mu, q - 2 * mu * s + k * mu * mu
+        self._level = {key: float(level[i]) for key, i in routes.items() if r_k[i] > 0}
+        self._usual = {}
+        for dimension, index, names in (("tenant", t_idx, tenants), ("route", r_idx, routes)):
+            n = np.bincount(index, k, len(names))
+            total, squares = np.bincount(index, rs, len(names)), np.bincount(index, rq, len(names))
+            for (project, value), i in names.items():
+                if n[i] >= MIN_TRACES_WEEK:
+                    mean = total[i] / n[i]
+                    spread = max(float(squares[i] / n[i] - mean ** 2), 0.0)
+                    self._usual[(project, dimension, value)] = (float(mean), spread)
+
+    def shift(self, now: Iterable[tuple[Pair, float, float]],
+              skip_routes: Collection[str] = ()) -> dict[Key, tuple[float, float]]:
+        """Per key, (z, ratio) of the last hour's traces against its usual: ``now`` yields each
+        pair's (pair, traces, sum of unit costs); ``skip_routes`` are left out of the tenants'
+        sums (a route whose model got dearer pages for the route, not for every tenant on it).
+        ``ratio`` is how many times its usual cost a request cost (the geometric mean)."""
+        sums: dict[Key, list[float]] = {}
+        for (project, tenant, route), k, s in now:
+            level = self._level.get((project, route))
+            if level is None or k <= 0:
+                continue  # a route first seen this week has no level yet
+            residual = s - k * level
+            keys = [(project, "route", route)] + ([] if route in skip_routes else [(project, "tenant", tenant)])
+            for key in keys:
+                acc = sums.setdefault(key, [0.0, 0.0])
+                acc[0] += k
+                acc[1] += residual
+        out = {}
+        for key, (k, total) in sums.items():
+            usual = self._usual.get(key)
+            if usual is None or k < MIN_TRACES_NOW:
+                continue
+            mean, spread = usual
+            delta = total / k - mean
+            z = delta / math.sqrt(spread / k) if spread > 0 else (math.inf if delta > 0 else 0.0)
+            out[key] = (z, math.exp(delta))
+        return out
