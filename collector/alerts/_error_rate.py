@@ -26,6 +26,7 @@ resolves. ``since`` is the first minute of the breach, not the window's start.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -151,9 +152,14 @@ def most_affected(top_labels: dict[str, str]) -> str:
 
 def _tail(k: float, n: float, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p)."""
-    from scipy.stats import binom  # the alert job's thread already loads SciPy; the app's import does not
+    # scipy.special, not scipy.stats: the same function, without a second of importing scipy.stats
+    # at the first evaluation; the app's import does not load SciPy at all
+    from scipy.special import bdtrc
 
-    return float(binom.sf(k - 1, int(n), p))
+    below = math.floor(k - 1)  # P(X >= k) = P(X > below)
+    if below < 0:
+        return 1.0
+    return 0.0 if below >= int(n) else float(bdtrc(below, int(n), p))
 
 
 def _spread(errors: np.ndarray) -> bool:

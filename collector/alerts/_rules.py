@@ -81,7 +81,6 @@ class CostRules:
         self._baselines: dict[tuple[Key, datetime], float | None] = {}
         self._residuals: dict[Key, deque[tuple[float, float]]] = {}
         self._noise: dict[Key, float | None] = {}
-        self._day_totals: dict[tuple[Key, datetime], float] = {}
         self._judged_until: datetime | None = None
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
@@ -123,35 +122,28 @@ class CostRules:
             return
         week = until - timedelta(days=7)
         start = week if self._judged_until is None or self._judged_until < week else self._judged_until
+        hours = [start + timedelta(hours=h) for h in range(int((until - start) / timedelta(hours=1)))]
         for key, hourly in self.history.hourly.items():
             residuals = self._residuals.setdefault(key, deque(maxlen=168))
-            hour = start
-            while hour < until:
-                base = self._baseline(key, hour)
+            # with the hour now starting, whose baseline every minute of it asks for
+            for hour, base in zip(hours, self._baselines_of(key, [*hours, until]), strict=False):
                 if base is not None:
                     residuals.append((hourly.get(hour, 0.0) - base, base))
-                hour += timedelta(hours=1)
             # the hours' residuals can be tiny when each hour's only trace is trimmed away; a
             # trace of the key is one event whatever the residuals say
             measured = dispersion(residuals)
             self._noise[key] = None if measured is None else max(measured, self.history.trace_dispersion(key))
         self._judged_until = until
-        # days before the history's reach are never asked for again
-        self._day_totals = {k: v for k, v in self._day_totals.items() if k[1] >= until - self.rule.history}
 
-    def _baseline(self, key: Key, hour: datetime) -> float | None:
-        if (key, hour) not in self._baselines:
-            first = self.history.first_seen.get(key)
-            self._baselines[(key, hour)] = None if first is None else self.rule.expected_hour(
-                self.history.hourly[key], first, hour, lambda day: self._day_total(key, day)
-            )
-        return self._baselines[(key, hour)]
-
-    def _day_total(self, key: Key, day: datetime) -> float:
-        if (key, day) not in self._day_totals:
-            hourly = self.history.hourly[key]
-            self._day_totals[(key, day)] = sum(hourly.get(day + timedelta(hours=h), 0.0) for h in range(24))
-        return self._day_totals[(key, day)]
+    def _baselines_of(self, key: Key, hours: list[datetime]) -> list[float | None]:
+        """The baselines of ``hours``, those not known yet computed together."""
+        first = self.history.first_seen.get(key)
+        missing = [h for h in hours if (key, h) not in self._baselines]
+        if missing:
+            values: list[float | None] = (self.rule.expected_hours(self.history.hourly[key], first, missing)
+                                          if first else [None] * len(missing))
+            self._baselines.update(((key, h), v) for h, v in zip(missing, values, strict=True))
+        return [self._baselines[(key, h)] for h in hours]
 
     def _keys(self, spent: dict[Key, dict[int, float]]) -> set[Key]:
         return set(spent) | set(self.history.hourly)
@@ -169,7 +161,7 @@ class CostRules:
         if key not in self.history.first_seen:
             return None
         hour = now.replace(minute=0, second=0, microsecond=0)
-        current, previous = self._baseline(key, hour), self._baseline(key, hour - timedelta(hours=1))
+        previous, current = self._baselines_of(key, [hour - timedelta(hours=1), hour])
         if current is None or previous is None:
             return None
         into = (now - hour) / timedelta(minutes=1)

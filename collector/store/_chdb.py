@@ -87,8 +87,9 @@ class ChdbStore:
                 result = self._session.query(sql, "JSONEachRow", params=bound)
             except Exception as exc:
                 raise StoreError(f"query failed: {exc}") from exc
-        data = result.bytes()
-        return [json.loads(line) for line in data.splitlines() if line]
+        # one document of all rows: a parse per row costs ~10 us of call overhead each (a start-up
+        # read of 700k history rows spent 5 s in it)
+        return list(json.loads(b"[" + b",".join(line for line in result.bytes().splitlines() if line) + b"]"))
 
     def close(self) -> None:
         with self._lock:

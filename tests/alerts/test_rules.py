@@ -198,6 +198,19 @@ def test_a_key_with_under_two_same_type_days_has_no_baseline():
     assert CostRule().expected_hour(hourly, MONDAY, sunday) is None  # one weekend day so far
 
 
+def test_a_week_of_baselines_at_once_equals_them_one_by_one():
+    # the evaluator's start computes a week of hours per key in one call; a key first seen on a
+    # Wednesday afternoon, with gaps, has weekdays and weekend days with 2 to 5 same-type days
+    rng = np.random.default_rng(8)
+    first = MONDAY + timedelta(days=2, hours=15)
+    hourly = {t: v * rng.uniform(0.5, 1.5) for t, v in seasonal(22).items() if t >= first and rng.random() < 0.9}
+    hours = [MONDAY + timedelta(days=3, hours=h) for h in range(14 * 24)]  # from its first full day
+    together = CostRule().expected_hours(hourly, first, hours)
+    assert together == [CostRule().expected_hour(hourly, first, h) for h in hours]
+    # Thursday and Friday have under two weekdays before them, the next Monday two
+    assert together[24 + 12] is None and together[4 * 24 + 12] is not None
+
+
 def test_an_onboarding_ramp_is_followed_not_paged():
     hourly = seasonal(14, level=lambda d: 1 + 2 * d / 14)  # tripling over two weeks
     day = MONDAY + timedelta(days=14, hours=14)  # the third Monday, at 3x
