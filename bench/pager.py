@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--scale", type=float, default=0.25, help="traffic volume vs 1.6M spans/week")
     parser.add_argument("--minutes", type=int, default=7 * 1440, help="minutes of the final week to replay")
+    parser.add_argument("--from-minute", type=int, default=0,
+                        help="start the replay this many minutes into the final week (one incident's day, say)")
     parser.add_argument("--data-dir", type=Path, help="store here (default: a temporary directory)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     parser.add_argument("--load-only", action="store_true", help="write the traffic into --data-dir and stop")
@@ -160,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                     store.query(f"TRUNCATE TABLE {table}")
                 evaluator = Evaluator(store, config=EvaluatorConfig())
                 t0 = time.perf_counter()
-                took = replay(evaluator, pi.FINAL, args.minutes, log)
+                took = replay(evaluator, pi.FINAL + timedelta(minutes=args.from_minute), args.minutes, log)
                 log(f"replayed {args.minutes} minutes in {time.perf_counter() - t0:.0f} s")
-            run_end = pi.FINAL + timedelta(minutes=args.minutes)
+            run_end = pi.FINAL + timedelta(minutes=args.from_minute + args.minutes)
             text = tables(seeds, events(store), run_end, took)
         finally:
             store.close()

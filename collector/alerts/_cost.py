@@ -12,7 +12,9 @@ against those days' median, clamped to [0.67, 1.5], so an onboarding tenant's ra
 and a shrinking one does not hide a spike. With under two same-type days there is no baseline
 and no verdict: a new tenant or route is learnt, not paged on. Medians of whole days move with
 the level in both directions, so the baseline never drifts down the way excluding only high
-outliers does.
+outliers does. A median is the typical hour, though, and a lumpy key's typical hour is under its
+mean one: the baseline is scaled by how far it fell short of the key's spend over the last week
+(:func:`calibration`, at most 1.5x).
 
 A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
 clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
@@ -161,15 +163,29 @@ def _trend(totals: np.ndarray) -> float:
     return min(max(statistics.fmean(days[:2]) / middle, 0.67), 1.5) if middle > 0 else 1.0
 
 
-def dispersion(residuals: Sequence[tuple[float, float]]) -> float | None:
+def calibration(residuals: Sequence[tuple[float, float]]) -> float:
+    """How far a key's baselines fell short of its spend over its last hours' (residual, baseline)
+    pairs, as a factor within [1, 1.5] (the two largest residuals left out, as for the dispersion).
+    A median of a few same-type days is the typical hour, and where spend comes in lumpy
+    sessions the typical hour sits under the mean one, which is what the compound-Poisson test
+    compares against; without it, a small tenant's busy-but-normal hour looked 4x its baseline."""
+    if len(residuals) < 24:
+        return 1.0
+    ordered = sorted(residuals)[:-2]
+    base = sum(b for _, b in ordered)
+    return min(max(1.0 + sum(r for r, _ in ordered) / base, 1.0), 1.5) if base > 0 else 1.0
+
+
+def dispersion(residuals: Sequence[tuple[float, float]], scale: float = 1.0) -> float | None:
     """The cost of one spend "event" of a key: squared residuals over baselines, from its last
-    hours' (residual, baseline) pairs, the two largest residuals left out (an incident in the
-    week must not make the key deaf); ``None`` under a day of hours."""
+    hours' (residual, baseline) pairs with the baselines times ``scale`` (see :func:`calibration`),
+    the two largest residuals left out (an incident in the week must not make the key deaf);
+    ``None`` under a day of hours."""
     if len(residuals) < 24:
         return None
-    ordered = sorted(residuals, key=lambda rb: rb[0] ** 2)[:-2]
-    base = sum(b for _, b in ordered)
-    return sum(r * r for r, _ in ordered) / base if base > 0 else None
+    scaled = sorted(((r - (scale - 1.0) * b) ** 2, scale * b) for r, b in residuals)[:-2]
+    base = sum(b for _, b in scaled)
+    return sum(r2 for r2, _ in scaled) / base if base > 0 else None
 
 
 def _unlikely(spent: float, expected: float, dispersion: float, alpha: float) -> bool:

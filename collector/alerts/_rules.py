@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
-from ._cost import WINDOWS, CostRule, dispersion
+from ._cost import WINDOWS, CostRule, calibration, dispersion
 from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
@@ -81,6 +81,7 @@ class CostRules:
         self._baselines: dict[tuple[Key, datetime], float | None] = {}
         self._residuals: dict[Key, deque[tuple[float, float]]] = {}
         self._noise: dict[Key, float | None] = {}
+        self._calibration: dict[Key, float] = {}
         self._judged_until: datetime | None = None
 
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
@@ -131,7 +132,8 @@ class CostRules:
                     residuals.append((hourly.get(hour, 0.0) - base, base))
             # the hours' residuals can be tiny when each hour's only trace is trimmed away; a
             # trace of the key is one event whatever the residuals say
-            measured = dispersion(residuals)
+            self._calibration[key] = scale = calibration(residuals)
+            measured = dispersion(residuals, scale)
             self._noise[key] = None if measured is None else max(measured, self.history.trace_dispersion(key))
         self._judged_until = until
 
@@ -167,7 +169,8 @@ class CostRules:
         into = (now - hour) / timedelta(minutes=1)
         if len(self._baselines) > 500_000:  # hours long past: rebuilt on demand
             self._baselines.clear()
-        return {m: (current * min(m, into) + previous * max(0.0, m - into)) / 60 for m in WINDOWS}
+        scale = self._calibration.get(key, 1.0) / 60
+        return {m: (current * min(m, into) + previous * max(0.0, m - into)) * scale for m in WINDOWS}
 
 
 def _one_tenant(route: Key, spent: float, pairs: dict[Key, dict[int, float]]) -> bool:

@@ -259,6 +259,21 @@ def test_dispersion_is_measured_without_the_largest_residuals():
     assert dispersion(quiet[:20]) is None
 
 
+def test_a_lumpy_keys_baseline_is_calibrated_to_its_mean_hour():
+    from infersight.collector.alerts._cost import calibration, dispersion
+
+    # hours of a few sessions of $0.1 (Poisson, mean 1.6): the typical hour, $0.1, is under the mean
+    rng = np.random.default_rng(2)
+    spend = 0.1 * rng.poisson(1.6, 168)
+    lumpy = [(s - 0.1, 0.1) for s in spend]
+    assert 1.3 < calibration(lumpy) <= 1.5
+    calibrated = dispersion(lumpy, calibration(lumpy))
+    assert calibrated is not None and calibrated < dispersion(lumpy)  # less of the noise was bias
+    steady = [(0.01 * (-1) ** i, 1.0) for i in range(48)]
+    assert calibration(steady) == 1.0 and calibration([*steady, (40.0, 1.0), (30.0, 1.0)]) == 1.0  # an incident
+    assert calibration(steady[:20]) == 1.0  # under a day: not known
+
+
 def test_cost_hysteresis_holds_while_the_last_minutes_stay_high():
     assert cost_verdict(0.12, 0.015, 0.014, 0.05, 0.04).state == HOLD  # hour at 2.4x, last 10 min at 1.7x
     assert cost_verdict(0.12, 0.012, 0.008, 0.05, 0.04).state == CLEAR  # last 10 min back to normal
