@@ -289,7 +289,9 @@ class Traffic:
                     arrivals += rng.poisson(280 * load[m] * self.scale / 0.25 + 5)
                 if arrivals:
                     backlog.append([m + rng.uniform(0, 1), float(arrivals)])
-                drain = 4 * 20.0 * float(capacity[m]) * rng.uniform(0.8, 1.2)  # 4 consumers
+                # 4 consumers, sized for the volume like the batches (at scale 1 they were not:
+                # the queue really fell behind every afternoon)
+                drain = 4 * 20.0 * self.scale / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
                 while drain > 0 and backlog:
                     take = min(drain, backlog[0][1])
                     backlog[0][1] -= take
