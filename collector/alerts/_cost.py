@@ -45,6 +45,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
+from ._unit_cost import UnitShift
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -128,26 +129,42 @@ class CostRule:
 
     def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
                  expected: Mapping[int, float], typical_hourly: float, now: datetime,
-                 dispersion: float | None = None, unit: tuple[float, float] | None = None) -> Verdict:
+                 dispersion: float | None = None, unit: UnitShift | None = None) -> Verdict:
         """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
         to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
         hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
-        ``None``: not known yet); ``unit`` the (z, ratio) of its last hour's cost per request
-        against its usual (see ``_unit_cost``; ``None``: not known). Without either, it cannot breach."""
+        ``None``: not known yet); ``unit`` its last hour's cost per request against its usual
+        (``None``: not known). Without either, it cannot breach."""
         labels = {"project": project, dimension: key}
         # never judged against less than half its mean hour: at a key's quiet hours the seasonal
         # baseline is ~$0, and one session would look impossible
         a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
-        if (a60 >= self.ratio * e60 and a60 - e60 >= floor
+        more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[15] >= self.ratio * expected[15] and spent[15] > 0
-                and ((dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
-                     or (unit is not None and unit[0] >= _z_beyond(self.alpha)))):
+                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
+        if more or self.dearer(unit, a60, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
+            if not more:  # the requests' shift is measured over the hour, its end over 15 minutes
+                minutes = max(minutes, 15)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
-            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit[1] if unit else None))
+            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit.ratio if unit else None))
         held = spent[10] >= self.ongoing_ratio * expected[10] and spent[10] > 0
+        if unit is not None and not held:  # requests still dearer, or none since (no data: not a clear)
+            held = unit.recent >= self.ongoing_ratio if unit.recent is not None else unit.ratio >= self.ratio
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
+
+    def dearer(self, unit: UnitShift | None, spent: float, floor: float) -> bool:
+        """Whether a key's requests cost ``ratio`` times their usual, beyond chance, over the last
+        hour and still over its last minutes, and the part of ``spent`` that is due to it clears
+        the floor: a cost anomaly however few requests came (a small tenant's hour is a few
+        sessions, and fewer of them can hide a tripling from the spend test)."""
+        return (unit is not None and self.dearer_hour(unit) and unit.recent is not None
+                and unit.recent >= self.ratio and spent * (1 - 1 / unit.ratio) >= floor)
+
+    def dearer_hour(self, unit: UnitShift) -> bool:
+        """Whether a key's requests cost ``ratio`` times their usual over the last hour, beyond chance."""
+        return unit.z >= _z_beyond(self.alpha) and unit.ratio >= self.ratio
 
 
 def _hours_from(origin: datetime, hours: Iterable[datetime]) -> np.ndarray:

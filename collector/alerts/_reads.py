@@ -20,7 +20,7 @@ from ..store import clickhouse_time as _ts
 from ._cost import HOUR, WINDOWS
 from ._error_rate import BUCKET_S, BUCKETS, WINDOW, ServiceWindow
 from ._queue import DepthSample
-from ._unit_cost import Pair, UnitCosts
+from ._unit_cost import RECENT, Pair, UnitCosts, Window
 
 _DT = "DateTime64(3)"
 _IS_CALL = f"kind = '{LLM}'"
@@ -154,16 +154,22 @@ def cost_windows(store: Store, now: datetime, *, pairs: bool = False) -> dict[Ke
     return out
 
 
-def unit_windows(store: Store, now: datetime) -> list[tuple[Pair, float, float]]:
-    """Per (project, tenant, route): the last hour's traces with priced calls and the sum of their
-    unit costs (see ``_unit_cost``)."""
+def unit_windows(store: Store, now: datetime) -> list[Window]:
+    """Per (project, tenant, route): the traces with priced calls and the sum of their unit costs
+    (see ``_unit_cost``) of the last hour, and of the last ``RECENT`` minutes."""
+    recent = "ts >= {recent:DateTime64(3)}"
     rows = store.query(
-        f"SELECT project, tenant, route, {_UNITS} FROM (SELECT project, tenant, route, trace_id, {_CALL_UNITS}"
+        f"SELECT project, tenant, route, {_UNITS},"
+        " sumIf(if(trace_id = '', rn, 1), rn > 0) AS rk, sumIf(if(trace_id = '', r1, r1 / rn), rn > 0) AS rs"
+        f" FROM (SELECT project, tenant, route, trace_id, {_CALL_UNITS},"
+        f" countIf(ifNull(cost_usd, 0) > 0 AND {recent}) AS rn,"
+        f" sumIf(log(ifNull(cost_usd, 0)), ifNull(cost_usd, 0) > 0 AND {recent}) AS r1"
         f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
         " GROUP BY project, tenant, route, trace_id) GROUP BY project, tenant, route HAVING uk > 0",
-        {"start": _ts(now - HOUR), "now": _ts(now)},
+        {"start": _ts(now - HOUR), "now": _ts(now), "recent": _ts(now - timedelta(minutes=RECENT))},
     )
-    return [((str(r["project"]), str(r["tenant"]), str(r["route"])), float(r["uk"]), float(r["us"])) for r in rows]
+    return [((str(r["project"]), str(r["tenant"]), str(r["route"])), float(r["uk"]), float(r["us"]),
+             float(r["rk"]), float(r["rs"])) for r in rows]
 
 
 def _key(row: dict[str, Any]) -> Key:

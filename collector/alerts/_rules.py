@@ -14,6 +14,7 @@ from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
 from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series, unit_windows
+from ._unit_cost import UnitShift
 
 _DT = "DateTime64(3)"
 
@@ -98,11 +99,15 @@ class CostRules:
         # cleared, the tenants' last hour still holds its surge and must not page for it
         surges = {k: spent[k][60] / expected[k][60] for k in out
                   if k in spent and expected[k][60] > 0 and spent[k][60] >= self.rule.ratio * expected[k][60]}
+        for k in out:  # or whose requests got dearer (the share of the spend to deflate is the same)
+            if k in unit and self.rule.dearer_hour(unit[k]):
+                surges[k] = max(surges.get(k, 1.0), unit[k].ratio)
         pairs = cost_windows(store, now, pairs=True) if surges else {}
+        route_spent = {k: spent.get(k, {}).get(60, 0.0) for k in out}
         for key, verdict in out.items():
-            if verdict.state == BREACH and _one_tenant(key, spent[key][60], pairs):
+            if verdict.state == BREACH and _one_tenant(key, route_spent[key], pairs):
                 out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
-        surging = {k[2]: ratio for k, ratio in surges.items() if not _one_tenant(k, spent[k][60], pairs)}
+        surging = {k[2]: ratio for k, ratio in surges.items() if not _one_tenant(k, route_spent[k], pairs)}
         if surging:  # and its dearer requests are not the tenants' either
             unit = self.history.units.shift(requests, skip_routes=surging)
         for key in (k for k in expected if k[1] == "tenant"):
@@ -151,7 +156,7 @@ class CostRules:
         return set(spent) | set(self.history.hourly)
 
     def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime,
-                 unit: tuple[float, float] | None) -> Verdict:
+                 unit: UnitShift | None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
         return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,

@@ -20,15 +20,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
 Pair = tuple[str, str, str]  # project, tenant, route
 Key = tuple[str, str, str]  # project, dimension (tenant | route), value
+Window = tuple[Pair, float, float, float, float]  # pair, traces and sum of unit costs: the hour, the recent minutes
+RECENT = 15  # minutes: is the shift still going on
 WEEK = timedelta(days=7)
 MIN_TRACES_NOW = 5  # fewer traces in the last hour: no verdict (the normal approximation needs a few)
 MIN_TRACES_WEEK = 20
+
+
+@dataclass(frozen=True, slots=True)
+class UnitShift:
+    """A key's last hour against its usual cost per request: ``z`` (how far beyond chance),
+    ``ratio`` (how many times its usual a request cost, the geometric mean) and ``recent`` (the
+    same over the last :data:`RECENT` minutes; ``None``: no request in them)."""
+
+    z: float
+    ratio: float
+    recent: float | None
 
 
 class UnitCosts:
@@ -88,30 +102,31 @@ class UnitCosts:
                     spread = max(float(squares[i] / n[i] - mean ** 2), 0.0)
                     self._usual[(project, dimension, value)] = (float(mean), spread)
 
-    def shift(self, now: Iterable[tuple[Pair, float, float]],
-              skip_routes: Collection[str] = ()) -> dict[Key, tuple[float, float]]:
-        """Per key, (z, ratio) of the last hour's traces against its usual: ``now`` yields each
-        pair's (pair, traces, sum of unit costs); ``skip_routes`` are left out of the tenants'
-        sums (a route whose model got dearer pages for the route, not for every tenant on it).
-        ``ratio`` is how many times its usual cost a request cost (the geometric mean)."""
+    def shift(self, now: Iterable[Window], skip_routes: Collection[str] = ()) -> dict[Key, UnitShift]:
+        """Per key, how its last hour's traces compare with its usual: ``now`` yields each pair's
+        (pair, traces, sum of unit costs) of the hour and of its last :data:`RECENT` minutes;
+        ``skip_routes`` are left out of the tenants' sums (a route whose model got dearer pages
+        for the route, not for every tenant on it)."""
         sums: dict[Key, list[float]] = {}
-        for (project, tenant, route), k, s in now:
+        for (project, tenant, route), k, s, recent_k, recent_s in now:
             level = self._level.get((project, route))
             if level is None or k <= 0:
                 continue  # a route first seen this week has no level yet
-            residual = s - k * level
             keys = [(project, "route", route)] + ([] if route in skip_routes else [(project, "tenant", tenant)])
             for key in keys:
-                acc = sums.setdefault(key, [0.0, 0.0])
+                acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
                 acc[0] += k
-                acc[1] += residual
+                acc[1] += s - k * level
+                acc[2] += recent_k
+                acc[3] += recent_s - recent_k * level
         out = {}
-        for key, (k, total) in sums.items():
+        for key, (k, total, recent_k, recent_total) in sums.items():
             usual = self._usual.get(key)
             if usual is None or k < MIN_TRACES_NOW:
                 continue
             mean, spread = usual
             delta = total / k - mean
             z = delta / math.sqrt(spread / k) if spread > 0 else (math.inf if delta > 0 else 0.0)
-            out[key] = (z, math.exp(delta))
+            recent = math.exp(recent_total / recent_k - mean) if recent_k > 0 else None
+            out[key] = UnitShift(z, math.exp(delta), recent)
         return out

@@ -311,9 +311,13 @@ def unit_costs(rng, week_traces=400):
 
 
 def hour_of(rng, traces, factor=1.0):
-    """The last hour's (pair, traces, sum of unit costs) for ``traces`` per route."""
-    return [(("p", "small", route), float(n), float((np.log(level * factor) + rng.normal(0, 0.5, n)).sum()))
-            for route, level, n in (("rewrite", 0.0005, traces[0]), ("summarize", 0.05, traces[1]))]
+    """The last hour's (pair, traces, sum of unit costs, and the same of its last quarter) for
+    ``traces`` per route, the last of them in the last quarter."""
+    out = []
+    for route, level, n in (("rewrite", 0.0005, traces[0]), ("summarize", 0.05, traces[1])):
+        logs = np.log(level * factor) + rng.normal(0, 0.5, n)
+        out.append((("p", "small", route), float(n), float(logs.sum()), float(min(n, 1)), float(logs[-1:].sum())))
+    return out
 
 
 def test_dearer_requests_are_seen_through_the_route_mix():
@@ -321,24 +325,36 @@ def test_dearer_requests_are_seen_through_the_route_mix():
     units = unit_costs(rng)
     # all requests on the dear route this hour: 100x the usual spend per request, but not dearer
     mix = units.shift(hour_of(rng, (0, 8)))[("p", "tenant", "small")]
-    assert mix[0] < 3 and 0.5 < mix[1] < 2
-    z, ratio = units.shift(hour_of(rng, (4, 4), factor=3.0))[("p", "tenant", "small")]
-    assert z > 4.75 and 2.0 < ratio < 4.5  # 8 requests each 3x dearer: beyond chance
+    assert mix.z < 3 and 0.5 < mix.ratio < 2
+    tripled = units.shift(hour_of(rng, (4, 4), factor=3.0))[("p", "tenant", "small")]
+    assert tripled.z > 4.75 and 2.0 < tripled.ratio < 4.5  # 8 requests each 3x dearer: beyond chance
+    assert tripled.recent is not None and tripled.recent > 1.5  # the last of them too
     # a route whose model got dearer is the route's, not the tenant's
     shifted = units.shift(hour_of(rng, (0, 8), factor=10.0), skip_routes={"summarize"})
-    assert ("p", "tenant", "small") not in shifted and shifted[("p", "route", "summarize")][0] > 4.75
+    assert ("p", "tenant", "small") not in shifted and shifted[("p", "route", "summarize")].z > 4.75
     assert units.shift(hour_of(rng, (2, 2), factor=3.0)) == {}  # 4 requests: too few to say
 
 
+def dearer(spent60, unit, typical=0.04):
+    windows = (5, 10, 15, 20, 30, 45, 60)
+    return CostRule().evaluate("p", "tenant", "small", {m: spent60 * m / 60 for m in windows},
+                               {m: 0.05 * m / 60 for m in windows}, typical, T0, 0.05, unit)
+
+
 def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
+    from infersight.collector.alerts._unit_cost import UnitShift
+
     # spend tripled, but this tenant's hours swing with a few $0.05 sessions: the volume test says
-    # nothing; its requests each costing 3x their usual (z 9) do
+    # nothing; its requests each costing 3x their usual (z 9), still so lately, do
     assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, dispersion=0.05).state != BREACH
-    unit = CostRule().evaluate("p", "tenant", "small", {m: 0.15 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)},
-                               {m: 0.05 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)}, 0.04, T0, 0.05, (9.0, 3.1))
-    assert unit.state == BREACH and "a request cost 3.1x its usual" in unit.alert.summary
-    assert unit.alert.numbers["request_cost_ratio"] == 3.1
-    # dearer requests alone, with the hour's spend under 2x its baseline, do not page
-    cheap = CostRule().evaluate("p", "tenant", "small", {m: 0.08 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)},
-                                {m: 0.05 * m / 60 for m in (5, 10, 15, 20, 30, 45, 60)}, 0.04, T0, 0.05, (9.0, 3.1))
-    assert cheap.state != BREACH
+    paged = dearer(0.15, UnitShift(9.0, 3.1, 2.8))
+    assert paged.state == BREACH and "a request cost 3.1x its usual" in paged.alert.summary
+    assert paged.alert.numbers["request_cost_ratio"] == 3.1
+    # fewer sessions this hour: spend at its baseline, requests still 3x dearer: pages
+    assert dearer(0.05, UnitShift(9.0, 3.1, 2.8)).state == BREACH
+    # but not when the dearer part is under the floor ($0.02 here: half its mean hour) ...
+    assert dearer(0.02, UnitShift(9.0, 3.1, 2.8)).state != BREACH
+    # ... or the last minutes' requests are back to their usual cost (it ended): that clears
+    assert dearer(0.05, UnitShift(9.0, 3.1, 1.1)).state == CLEAR
+    # with no request in the last minutes the shift may go on: held, not cleared
+    assert dearer(0.05, UnitShift(9.0, 3.1, None)).state == HOLD
