@@ -129,47 +129,45 @@ _CALL_UNITS = ("countIf(ifNull(cost_usd, 0) > 0) AS un, sumIf(log(ifNull(cost_us
                " sumIf(pow(log(ifNull(cost_usd, 0)), 2), ifNull(cost_usd, 0) > 0) AS u2")
 _UNITS = ("sumIf(if(trace_id = '', un, 1), un > 0) AS uk, sumIf(if(trace_id = '', u1, u1 / un), un > 0) AS us,"
           " sumIf(if(trace_id = '', u2, (u1 / un) * (u1 / un)), un > 0) AS uq")
-_GROUPS = "GROUP BY GROUPING SETS ((project, tenant), (project, route))"
-_PAIRS = "GROUP BY GROUPING SETS ((project, tenant, route))"
+@dataclass(frozen=True, slots=True)
+class HourWindows:
+    """What the cost rule reads each minute, in one query over the last hour: the trimmed spend in
+    each of :data:`WINDOWS` (minutes) of every tenant and route (``spent``, keyed (project,
+    dimension, value)) and of every (project, tenant, route) pair (``pairs``), and per pair its
+    requests' unit costs over the hour and its last ``RECENT`` minutes (see ``_unit_cost``)."""
+
+    spent: dict[Key, dict[int, float]]
+    pairs: dict[Pair, dict[int, float]]
+    requests: list[Window]
 
 
-def cost_windows(store: Store, now: datetime, *, pairs: bool = False) -> dict[Key, dict[int, float]]:
-    """Trimmed spend in each of :data:`WINDOWS` (minutes) before ``now`` of every tenant and every
-    route, keyed (project, dimension, value); with ``pairs``, of every (project, tenant, route)
-    instead (the dimension is then the tenant, the value the route)."""
+def cost_windows(store: Store, now: datetime) -> HourWindows:
+    """The last hour's :class:`HourWindows`."""
     sums = ", ".join(f"sumIf(ifNull(cost_usd, 0), ts >= {{s{m}:{_DT}}}) AS c{m}" for m in WINDOWS)
     trimmed = ", ".join(f"{_trimmed(f'c{m}')} AS a{m}" for m in WINDOWS)
     params = {f"s{m}": _ts(now - timedelta(minutes=m)) for m in WINDOWS} | {"now": _ts(now)}
+    priced, recent = "ifNull(cost_usd, 0) > 0", f"ts >= {{s{RECENT}:{_DT}}}"
     rows = store.query(
-        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed} FROM ("
-        f" SELECT project, tenant, route, trace_id, {sums} FROM llm_spans"
-        f" WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
-        f" GROUP BY project, tenant, route, trace_id) {_PAIRS if pairs else _GROUPS}",
+        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_UNITS},"
+        " sumIf(if(trace_id = '', rn, 1), rn > 0) AS rk, sumIf(if(trace_id = '', r1, r1 / rn), rn > 0) AS rs"
+        f" FROM (SELECT project, tenant, route, trace_id, {sums}, {_CALL_UNITS},"
+        f" countIf({priced} AND {recent}) AS rn, sumIf(log(ifNull(cost_usd, 0)), {priced} AND {recent}) AS r1"
+        f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
+        " GROUP BY project, tenant, route, trace_id)"
+        " GROUP BY GROUPING SETS ((project, tenant), (project, route), (project, tenant, route))",
         params,
     )
-    out: dict[Key, dict[int, float]] = {}
+    out = HourWindows({}, {}, [])
     for row in rows:
-        key = (str(row["project"]), str(row["tenant"]), str(row["route"])) if pairs else _key(row)
-        out[key] = {m: float(row[f"a{m}"]) for m in WINDOWS}
+        windows = {m: float(row[f"a{m}"]) for m in WINDOWS}
+        if int(row["g"]) != 0:
+            out.spent[_key(row)] = windows
+            continue
+        pair = (str(row["project"]), str(row["tenant"]), str(row["route"]))
+        out.pairs[pair] = windows
+        if float(row["uk"]) > 0:
+            out.requests.append((pair, float(row["uk"]), float(row["us"]), float(row["rk"]), float(row["rs"])))
     return out
-
-
-def unit_windows(store: Store, now: datetime) -> list[Window]:
-    """Per (project, tenant, route): the traces with priced calls and the sum of their unit costs
-    (see ``_unit_cost``) of the last hour, and of the last ``RECENT`` minutes."""
-    recent = "ts >= {recent:DateTime64(3)}"
-    rows = store.query(
-        f"SELECT project, tenant, route, {_UNITS},"
-        " sumIf(if(trace_id = '', rn, 1), rn > 0) AS rk, sumIf(if(trace_id = '', r1, r1 / rn), rn > 0) AS rs"
-        f" FROM (SELECT project, tenant, route, trace_id, {_CALL_UNITS},"
-        f" countIf(ifNull(cost_usd, 0) > 0 AND {recent}) AS rn,"
-        f" sumIf(log(ifNull(cost_usd, 0)), ifNull(cost_usd, 0) > 0 AND {recent}) AS r1"
-        f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}}"
-        " GROUP BY project, tenant, route, trace_id) GROUP BY project, tenant, route HAVING uk > 0",
-        {"start": _ts(now - HOUR), "now": _ts(now), "recent": _ts(now - timedelta(minutes=RECENT))},
-    )
-    return [((str(r["project"]), str(r["tenant"]), str(r["route"])), float(r["uk"]), float(r["us"]),
-             float(r["rk"]), float(r["rs"])) for r in rows]
 
 
 def _key(row: dict[str, Any]) -> Key:

@@ -13,7 +13,7 @@ from ._cost import WINDOWS, CostRule, calibration, dispersion
 from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
-from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series, unit_windows
+from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
 from ._unit_cost import UnitShift
 
 _DT = "DateTime64(3)"
@@ -88,10 +88,10 @@ class CostRules:
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         self.history.update(store, now)
         self._learn_noise(now.replace(minute=0, second=0, microsecond=0))
-        spent = cost_windows(store, now)
+        hour = cost_windows(store, now)
+        spent, pairs = hour.spent, hour.pairs
         expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
-        requests = unit_windows(store, now)
-        unit = self.history.units.shift(requests)
+        unit = self.history.units.shift(hour.requests)
         out: dict[Key, Verdict] = {}
         for key in (k for k in expected if k[1] == "route"):
             out[key] = self._verdict(key, spent.get(key), expected[key], now, unit.get(key))
@@ -102,14 +102,13 @@ class CostRules:
         for k in out:  # or whose requests got dearer (the share of the spend to deflate is the same)
             if k in unit and self.rule.dearer_hour(unit[k]):
                 surges[k] = max(surges.get(k, 1.0), unit[k].ratio)
-        pairs = cost_windows(store, now, pairs=True) if surges else {}
         route_spent = {k: spent.get(k, {}).get(60, 0.0) for k in out}
         for key, verdict in out.items():
             if verdict.state == BREACH and _one_tenant(key, route_spent[key], pairs):
                 out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
         surging = {k[2]: ratio for k, ratio in surges.items() if not _one_tenant(k, route_spent[k], pairs)}
         if surging:  # and its dearer requests are not the tenants' either
-            unit = self.history.units.shift(requests, skip_routes=surging)
+            unit = self.history.units.shift(hour.requests, skip_routes=surging)
         for key in (k for k in expected if k[1] == "tenant"):
             tenant_spent = spent.get(key)
             if surging and tenant_spent is not None:
