@@ -86,30 +86,28 @@ class CostRule:
     def expected_hours(self, hourly: Mapping[datetime, float], first_seen: datetime,
                        hours: Sequence[datetime]) -> list[float | None]:
         """The baselines of several clock hours of one key at once (a week of them when the
-        evaluator starts): its hourly spend is laid out as an array once, the same-type days are
-        picked once per day, and the medians are one sort."""
+        evaluator starts): the same-type days are picked once per day, the spend of those days is
+        laid out as an array, and the medians are one sort."""
         if not hours:
             return []
         first_day = first_seen.replace(hour=0) + (DAY if first_seen.hour else timedelta(0))
         origin = min(hours).replace(hour=0) - DAY * self.lookback_days
         days = (max(hours).replace(hour=0) - origin).days + 1
-        # index i + 1 holds hour i from origin: the first hour's earlier neighbour is index 0
-        spend = np.zeros(days * 24 + 2)
-        if hourly:
-            index = _hours_from(origin, hourly) + 1
-            inside = (index >= 0) & (index < len(spend))
-            spend[index[inside]] = np.fromiter(hourly.values(), float, len(hourly))[inside]
-        around = (spend[:-2] + spend[1:-1] + spend[2:]) / 3  # each hour with its two neighbours
-        totals = spend[1:-1].reshape(days, 24).sum(axis=1)
         at = _hours_from(origin, hours)
         day, offset = at // 24, at % 24
+        plan = {int(d): self._same_days(origin + DAY * int(d), first_day, origin) for d in np.unique(day)}
+        plan = {d: same for d, same in plan.items() if len(same) >= 2}
+        # index i + 1 holds hour i from origin, filled for the days read and their neighbour hours
+        spend = np.zeros(days * 24 + 2)
+        for d in sorted({r for same in plan.values() for r in same}):
+            start = origin + DAY * d
+            spend[d * 24: d * 24 + 26] = [hourly.get(start + HOUR * h, 0.0) for h in range(-1, 25)]
+        around = (spend[:-2] + spend[1:-1] + spend[2:]) / 3  # each hour with its two neighbours
+        totals = spend[1:-1].reshape(days, 24).sum(axis=1)
         # per hour the same-type days' values, missing ones at +inf so that a sort puts them last
         values = np.full((len(hours), max(self.weekday_days, self.weekend_days)), np.inf)
         counts, trends = np.zeros(len(hours), dtype=np.int64), np.ones(len(hours))
-        for d in np.unique(day):
-            same = self._same_days(origin + DAY * int(d), first_day, origin)
-            if len(same) < 2:
-                continue
+        for d, same in plan.items():
             mine = day == d
             values[mine, : len(same)] = around[np.array(same)[None, :] * 24 + offset[mine][:, None]]
             counts[mine], trends[mine] = len(same), _trend(totals[same])
