@@ -7,9 +7,11 @@ tripled spend spread over many requests is barely touched by the trim.
 The baseline of a clock hour is the median, over the last same-type days (up to 5 weekdays for a
 weekday, 4 weekend days for a weekend day; within 3 weeks, since the key's first full day), of
 that day's spend around the same hour (the hour and its two neighbours, averaged, which damps
-small tenants' noise). It is scaled by the key's trend: the last two same-type days' totals
-against those days' median, clamped to [0.67, 1.5], so an onboarding tenant's ramp does not page
-and a shrinking one does not hide a spike. With under two same-type days there is no baseline
+small tenants' noise), or of the hour alone where that is higher (averaging flattens a peak
+hour, and a busy-but-normal hour at a peak paged as 4.7x its baseline). It is scaled by the
+key's trend: the last two same-type days' totals against those days' median, clamped to
+[0.67, 1.5], so an onboarding tenant's ramp does not page and a shrinking one does not hide a
+spike. With under two same-type days there is no baseline
 and no verdict: a new tenant or route is learnt, not paged on. Medians of whole days move with
 the level in both directions, so the baseline never drifts down the way excluding only high
 outliers does. A median is the typical hour, though, and a lumpy key's typical hour is under its
@@ -104,16 +106,24 @@ class CostRule:
             spend[d * 24: d * 24 + 26] = [hourly.get(start + HOUR * h, 0.0) for h in range(-1, 25)]
         around = (spend[:-2] + spend[1:-1] + spend[2:]) / 3  # each hour with its two neighbours
         totals = spend[1:-1].reshape(days, 24).sum(axis=1)
-        # per hour the same-type days' values, missing ones at +inf so that a sort puts them last
-        values = np.full((len(hours), max(self.weekday_days, self.weekend_days)), np.inf)
+        # per hour the same-type days' values, missing ones at +inf so that a sort puts them last:
+        # around the hour, and the hour alone
+        width = max(self.weekday_days, self.weekend_days)
+        values, alone = np.full((len(hours), width), np.inf), np.full((len(hours), width), np.inf)
         counts, trends = np.zeros(len(hours), dtype=np.int64), np.ones(len(hours))
         for d, same in plan.items():
             mine = day == d
-            values[mine, : len(same)] = around[np.array(same)[None, :] * 24 + offset[mine][:, None]]
+            index = np.array(same)[None, :] * 24 + offset[mine][:, None]
+            values[mine, : len(same)], alone[mine, : len(same)] = around[index], spend[index + 1]
             counts[mine], trends[mine] = len(same), _trend(totals[same])
-        values.sort(axis=1)
         rows = np.arange(len(hours))
-        middle = (values[rows, np.maximum(counts - 1, 0) // 2] + values[rows, counts // 2]) / 2
+        lower, upper = np.maximum(counts - 1, 0) // 2, counts // 2
+        values.sort(axis=1)
+        alone.sort(axis=1)
+        # averaging with the neighbours damps a small key's noise, but flattens a peak hour (a
+        # diurnal top, a cron): the hour is expected at no less than its own median
+        middle = np.maximum((values[rows, lower] + values[rows, upper]) / 2,
+                            (alone[rows, lower] + alone[rows, upper]) / 2)
         return [float(m * t) if c >= 2 else None for m, t, c in zip(middle, trends, counts, strict=True)]
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019 - a few rules live as long as the process

@@ -211,6 +211,15 @@ def test_a_week_of_baselines_at_once_equals_them_one_by_one():
     assert together[24 + 12] is None and together[4 * 24 + 12] is not None
 
 
+def test_a_peak_hour_is_expected_at_its_own_level_not_its_neighbours():
+    # a nightly batch at 02:00 spends 3x the hours beside it, every day: averaging the hour with
+    # its neighbours would expect 1.7x and make every night's batch look like 1.8x its baseline
+    hourly = {t: 3.0 if t.hour == 2 else 1.0 for t in seasonal(14)}
+    base = CostRule().expected_hour(hourly, MONDAY, MONDAY + timedelta(weeks=2, hours=2))
+    assert base == pytest.approx(3.0)
+    assert CostRule().expected_hour(hourly, MONDAY, MONDAY + timedelta(weeks=2, hours=3)) == pytest.approx(5 / 3)
+
+
 def test_an_onboarding_ramp_is_followed_not_paged():
     hourly = seasonal(14, level=lambda d: 1 + 2 * d / 14)  # tripling over two weeks
     day = MONDAY + timedelta(days=14, hours=14)  # the third Monday, at 3x
