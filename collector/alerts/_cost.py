@@ -11,12 +11,11 @@ small tenants' noise), or of the hour alone where that is higher (averaging flat
 hour, and a busy-but-normal hour at a peak paged as 4.7x its baseline). It is scaled by the
 key's trend: the last two same-type days' totals against those days' median, clamped to
 [0.67, 1.5], so an onboarding tenant's ramp does not page and a shrinking one does not hide a
-spike. With under two same-type days there is no baseline
-and no verdict: a new tenant or route is learnt, not paged on. Medians of whole days move with
-the level in both directions, so the baseline never drifts down the way excluding only high
-outliers does. A median is the typical hour, though, and a lumpy key's typical hour is under its
-mean one: the baseline is scaled by how far it fell short of the key's spend over the last week
-(:func:`calibration`, at most 1.5x).
+spike. With under two same-type days there is no baseline and no verdict: a new tenant or route
+is learnt, not paged on. Medians of whole days move with the level in both directions, so the
+baseline never drifts down the way excluding only high outliers does. A median is the typical
+hour, though, and a lumpy key's typical hour is under its mean one: the baseline is scaled by how
+far it fell short of the key's spend over the last week (:func:`calibration`, at most 1.5x).
 
 A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
 clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
@@ -28,11 +27,13 @@ sessions), so it is modelled as compound Poisson: its variance is the baseline t
 below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
 residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
 ``alpha`` (1e-6) under that model. A small tenant whose hours normally swing 5x pages on a real
-tripling of many calls, not on two more sessions. Nor need the spend be that unlikely when each
-request got dearer: a key whose last hour's requests cost more than its usual per request, beyond
-chance at the same ``alpha`` (see ``_unit_cost``: a prompt that tripled, a pricier model), breaches
-at the same ratio and floors, however lumpy its hours. It holds while the last 10 minutes stay at
-1.5x and clears below, so an alert resolves within minutes of the end and pages once.
+tripling of many calls, not on two more sessions. A key also breaches when each request got
+dearer (see ``_unit_cost``: a prompt that tripled, a pricier model): its last hour's requests cost
+``ratio`` times their usual, beyond chance at the same ``alpha``, so do its last 15 minutes', and
+the dearer part of its spend clears the floors, whatever the hour's spend against its baseline
+(fewer sessions than usual can hide a tripling from the spend test). It holds while the last 10
+minutes' spend stays at 1.5x, or the last 15 minutes' requests stay 1.5x dearer (none: no data,
+held), and clears below, so an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def calibration(residuals: Sequence[tuple[float, float]]) -> float:
     pairs, as a factor within [1, 1.5] (the two largest residuals left out, as for the dispersion).
     A median of a few same-type days is the typical hour, and where spend comes in lumpy
     sessions the typical hour sits under the mean one, which is what the compound-Poisson test
-    compares against; without it, a small tenant's busy-but-normal hour looked 4x its baseline."""
+    compares against."""
     if len(residuals) < 24:
         return 1.0
     ordered = sorted(residuals)[:-2]
