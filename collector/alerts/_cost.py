@@ -30,8 +30,8 @@ residuals alone can say a session is nearly free); the hour's spend must be as u
 tripling of many calls, not on two more sessions. A key also breaches when each request got
 dearer (see ``_unit_cost``: a prompt that tripled, a pricier model): its last hour's requests cost
 ``ratio`` times their usual, beyond chance at the same ``alpha``, so do its last 15 minutes', and
-the dearer part of its spend clears the floors, whatever the hour's spend against its baseline
-(fewer sessions than usual can hide a tripling from the spend test). It holds while the last 10
+what that adds to its mean hour clears the floors, whatever this hour's spend against its
+baseline (fewer sessions than usual can hide a tripling from the spend test). It holds while the last 10
 minutes' spend stays at 1.5x, or the last 15 minutes' requests stay 1.5x dearer (none: no data,
 held), and clears below, so an alert resolves within minutes of the end and pages once.
 """
@@ -152,7 +152,7 @@ class CostRule:
         more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[15] >= self.ratio * expected[15] and spent[15] > 0
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
-        if more or self.dearer(unit, a60, floor):
+        if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             if not more:  # the requests' shift is measured over the hour, its end over 15 minutes
                 minutes = max(minutes, 15)
@@ -163,13 +163,15 @@ class CostRule:
             held = unit.recent >= self.ongoing_ratio if unit.recent is not None else unit.ratio >= self.ratio
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
-    def dearer(self, unit: UnitShift | None, spent: float, floor: float) -> bool:
+    def dearer(self, unit: UnitShift | None, typical_hourly: float, floor: float) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual, beyond chance, over the last
-        hour and still over its last minutes, and the part of ``spent`` that is due to it clears
-        the floor: a cost anomaly however few requests came (a small tenant's hour is a few
-        sessions, and fewer of them can hide a tripling from the spend test)."""
+        hour and still over its last minutes, and what that adds to its mean hour clears the
+        floor: a cost anomaly however few requests came (a small tenant's hour is a few sessions,
+        and fewer of them can hide a tripling from the spend test). Dearer requests go on at
+        every hour, so they are costed at the key's mean hour, not at this hour's: a tripling
+        that starts in a small tenant's night is worth paging before its morning."""
         return (unit is not None and self.dearer_hour(unit) and unit.recent is not None
-                and unit.recent >= self.ratio and spent * (1 - 1 / unit.ratio) >= floor)
+                and unit.recent >= self.ratio and (unit.ratio - 1) * typical_hourly >= floor)
 
     def dearer_hour(self, unit: UnitShift) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual over the last hour, beyond chance."""

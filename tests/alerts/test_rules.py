@@ -359,10 +359,11 @@ def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
     paged = dearer(0.15, UnitShift(9.0, 3.1, 2.8))
     assert paged.state == BREACH and "a request cost 3.1x its usual" in paged.alert.summary
     assert paged.alert.numbers["request_cost_ratio"] == 3.1
-    # fewer sessions this hour: spend at its baseline, requests still 3x dearer: pages
-    assert dearer(0.05, UnitShift(9.0, 3.1, 2.8)).state == BREACH
-    # but not when the dearer part is under the floor ($0.02 here: half its mean hour) ...
-    assert dearer(0.02, UnitShift(9.0, 3.1, 2.8)).state != BREACH
+    # fewer sessions this hour (its night): spend under its baseline, requests still 3x dearer:
+    # pages, as 2.1x its $0.04 mean hour more is over the floors
+    assert dearer(0.01, UnitShift(9.0, 3.1, 2.8)).state == BREACH
+    # but not when that is under the floor (a $0.004 mean hour: under $0.01 more) ...
+    assert dearer(0.01, UnitShift(9.0, 3.1, 2.8), typical=0.004).state != BREACH
     # ... or the last minutes' requests are back to their usual cost (it ended): that clears
     assert dearer(0.05, UnitShift(9.0, 3.1, 1.1)).state == CLEAR
     # with no request in the last minutes the shift may go on: held, not cleared
