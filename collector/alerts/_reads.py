@@ -20,11 +20,10 @@ from ..store import clickhouse_time as _ts
 from ._cost import HOUR, WINDOWS
 from ._error_rate import BUCKET_S, BUCKETS, WINDOW, ServiceWindow
 from ._queue import DepthSample
-from ._unit_cost import RECENT, Pair, UnitCosts, Window
+from ._unit_cost import RECENT, Key, Pair, UnitCosts, Window
 
 _DT = "DateTime64(3)"
 _IS_CALL = f"kind = '{LLM}'"
-Key = tuple[str, str, str]  # project, dimension (tenant | route), value
 
 
 def _parse_ts(value: str) -> datetime:
