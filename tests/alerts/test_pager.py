@@ -125,6 +125,26 @@ def test_requests_that_cost_3x_page_a_tenant_whose_hours_swing_with_its_sessions
     assert 2.5 <= active[0].numbers["request_cost_ratio"] <= 3.5
 
 
+def test_a_route_whose_requests_got_dearer_pages_once_for_the_route(store):
+    # four tenants share route "r"; in the last 70 minutes its model costs 3x for all of them:
+    # one page, the route's; the tenants' spend and requests are dearer only through it
+    project = "pager-route"
+    rng = random.Random(6)
+    rows, at, n = [], NOW - timedelta(days=15), 0
+    while at < NOW:
+        dearer = 3.0 if at >= NOW - timedelta(minutes=70) else 1.0
+        for tenant in ("a", "b", "c", "d"):
+            n += 1
+            rows.append({"project": project, "ts": ts(at), "service": "app", "operation": "chat", "tenant": tenant,
+                         "route": "r", "trace_id": f"t{n}", "status": "ok",
+                         "cost_usd": 0.02 * dearer * rng.lognormvariate(0, 0.3)})
+        at += timedelta(minutes=3)
+    store.insert("llm_spans", encode_rows(rows))
+    active = [a for a in Evaluator(store).run_once(NOW).active if a.labels["project"] == project]
+    assert [a.labels for a in active] == [{"project": project, "route": "r"}]
+    assert 2.5 <= active[0].numbers["request_cost_ratio"] <= 3.5
+
+
 def test_cost_floors_are_settable_from_the_cli(monkeypatch):
     seen = {}
     monkeypatch.setattr("infersight.collector._server.serve", lambda settings: seen.setdefault("s", settings))
