@@ -26,14 +26,16 @@ sessions), so it is modelled as compound Poisson: its variance is the baseline t
 (the cost of one "event"), measured from the key's own residuals over the last week and never
 below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
 residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
-``alpha`` (1e-6) under that model. A small tenant whose hours normally swing 5x pages on a real
-tripling of many calls, not on two more sessions. A key also breaches when each request got
-dearer (see ``_unit_cost``: a prompt that tripled, a pricier model): its last hour's requests cost
-``ratio`` times their usual, beyond chance at the same ``alpha``, so do its last 15 minutes', and
-what that adds to its mean hour clears the floors, whatever this hour's spend against its
-baseline (fewer sessions than usual can hide a tripling from the spend test). It holds while the last 10
-minutes' spend stays at 1.5x, or the last 15 minutes' requests stay 1.5x dearer (none: no data,
-held), and clears below, so an alert resolves within minutes of the end and pages once.
+``alpha`` (1e-7: the model's tail is thinner than that of spend made of heavy-tailed agent
+sessions, which paged a busy-but-normal Sunday hour at 1e-6) under that model. A small tenant
+whose hours normally swing 5x pages on a real tripling of many calls, not on two more sessions.
+A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
+pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at the
+same ``alpha``, so do its last 15 minutes', and what that adds to its mean hour clears the
+floors, whatever this hour's spend against its baseline (fewer sessions than usual can hide a
+tripling from the spend test). It holds while the last 10 minutes' spend stays at 1.5x, or the
+last 15 minutes' requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
+resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class CostRule:
     weekday_days: int = 5
     weekend_days: int = 4
     lookback_days: int = 21
-    alpha: float = 1e-6
+    alpha: float = 1e-7
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
