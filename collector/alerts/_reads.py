@@ -122,12 +122,25 @@ def _trimmed(column: str) -> str:
     return f"sum({column}) - max(if(trace_id = '', 0, {column}))"
 
 
-# a request's unit cost (see ``_unit_cost``): per trace the count and log sums of its priced calls,
-# then per (tenant, route) and hour the traces and sums of their mean log cost (untraced calls one each)
-_CALL_UNITS = ("countIf(ifNull(cost_usd, 0) > 0) AS un, sumIf(log(ifNull(cost_usd, 0)), ifNull(cost_usd, 0) > 0) AS u1,"
-               " sumIf(pow(log(ifNull(cost_usd, 0)), 2), ifNull(cost_usd, 0) > 0) AS u2")
-_UNITS = ("sumIf(if(trace_id = '', un, 1), un > 0) AS uk, sumIf(if(trace_id = '', u1, u1 / un), un > 0) AS us,"
-          " sumIf(if(trace_id = '', u2, (u1 / un) * (u1 / un)), un > 0) AS uq")
+def _call_units(prefix: str, when: str = "1") -> str:
+    """Per trace, of its priced calls where ``when`` holds: their number (``<prefix>n``), and the
+    sums of their log costs (``<prefix>1``) and of its squares (``<prefix>2``): a request's unit
+    cost, see ``_unit_cost``."""
+    priced, log = f"ifNull(cost_usd, 0) > 0 AND {when}", "log(ifNull(cost_usd, 0))"
+    return (f"countIf({priced}) AS {prefix}n, sumIf({log}, {priced}) AS {prefix}1,"
+            f" sumIf(pow({log}, 2), {priced}) AS {prefix}2")
+
+
+def _units(prefix: str) -> str:
+    """Per group of :func:`_call_units` rows: the traces with priced calls (``<prefix>k``), the sum
+    of their unit costs (``<prefix>s``) and of its squares (``<prefix>q``); untraced calls count
+    one each."""
+    n, one, two = f"{prefix}n", f"{prefix}1", f"{prefix}2"
+    return (f"sumIf(if(trace_id = '', {n}, 1), {n} > 0) AS {prefix}k,"
+            f" sumIf(if(trace_id = '', {one}, {one} / {n}), {n} > 0) AS {prefix}s,"
+            f" sumIf(if(trace_id = '', {two}, ({one} / {n}) * ({one} / {n})), {n} > 0) AS {prefix}q")
+
+
 @dataclass(frozen=True, slots=True)
 class HourWindows:
     """What the cost rule reads each minute, in one query over the last hour: the trimmed spend in
@@ -145,12 +158,10 @@ def cost_windows(store: Store, now: datetime) -> HourWindows:
     sums = ", ".join(f"sumIf(ifNull(cost_usd, 0), ts >= {{s{m}:{_DT}}}) AS c{m}" for m in WINDOWS)
     trimmed = ", ".join(f"{_trimmed(f'c{m}')} AS a{m}" for m in WINDOWS)
     params = {f"s{m}": _ts(now - timedelta(minutes=m)) for m in WINDOWS} | {"now": _ts(now)}
-    priced, recent = "ifNull(cost_usd, 0) > 0", f"ts >= {{s{RECENT}:{_DT}}}"
     rows = store.query(
-        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_UNITS},"
-        " sumIf(if(trace_id = '', rn, 1), rn > 0) AS rk, sumIf(if(trace_id = '', r1, r1 / rn), rn > 0) AS rs"
-        f" FROM (SELECT project, tenant, route, trace_id, {sums}, {_CALL_UNITS},"
-        f" countIf({priced} AND {recent}) AS rn, sumIf(log(ifNull(cost_usd, 0)), {priced} AND {recent}) AS r1"
+        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_units('u')}, {_units('r')}"
+        f" FROM (SELECT project, tenant, route, trace_id, {sums}, {_call_units('u')},"
+        f" {_call_units('r', f'ts >= {{s{RECENT}:{_DT}}}')}"
         f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
         " GROUP BY project, tenant, route, trace_id)"
         " GROUP BY GROUPING SETS ((project, tenant), (project, route), (project, tenant, route))",
@@ -208,8 +219,8 @@ class CostHistory:
             " FROM (SELECT project, tenant, route, grouping(tenant, route) AS g, hour,"
             # spans without a trace are each their own event (sq), never one "trace" of them all
             f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) AS squares,"
-            f" max(if(trace_id = '', 0, c)) AS top, {_UNITS}"
-            f" FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, {_CALL_UNITS},"
+            f" max(if(trace_id = '', 0, c)) AS top, {_units('u')}"
+            f" FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, {_call_units('u')},"
             " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
             " GROUP BY project, tenant, route, hour, trace_id)"
