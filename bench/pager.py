@@ -3,6 +3,7 @@ replayed minute by minute over the final week, and a library of incidents.
 
     .venv/bin/python bench/pager.py                    # 5 seeds, scale 0.25, the whole final week
     .venv/bin/python bench/pager.py --seeds 1 --minutes 30 --scale 0.02   # a smoke run
+    .venv/bin/python bench/pager.py --first-seed 6     # seeds 6-10: traffic the rules were not tuned on
 
 Per seed the store holds two projects with the same traffic (``n<seed>``: a normal week;
 ``i<seed>``: the same week with the incidents of ``pager_incidents.LIBRARY``), so every seed's
@@ -130,6 +131,8 @@ def _target(labels: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="seeds first-seed .. first-seed + seeds - 1 (6 with 5 seeds: the held-out ones)")
     parser.add_argument("--scale", type=float, default=0.25, help="traffic volume vs 1.6M spans/week")
     parser.add_argument("--minutes", type=int, default=7 * 1440, help="minutes of the final week to replay")
     parser.add_argument("--from-minute", type=int, default=0,
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    seeds = list(range(1, args.seeds + 1))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     with tempfile.TemporaryDirectory(prefix="pager-") as tmp:
         store = ChdbStore(args.data_dir or Path(tmp) / "store", database="pager")
         try:
