@@ -31,10 +31,10 @@ sessions, which paged a busy-but-normal Sunday hour at 1e-6) under that model. A
 whose hours normally swing 5x pages on a real tripling of many calls, not on two more sessions.
 A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
 pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at the
-same ``alpha``, so do its last 15 minutes', and what that adds to its mean hour clears the
+same ``alpha``, so do its last 10 minutes', and what that adds to its mean hour clears the
 floors, whatever this hour's spend against its baseline (fewer sessions than usual can hide a
-tripling from the spend test). It holds while the last 10 minutes' spend stays at 1.5x, or the
-last 15 minutes' requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
+tripling from the spend test). It holds while the last 10 minutes' spend stays at 1.5x, or their
+requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
 resolves within minutes of the end and pages once.
 """
 
@@ -156,7 +156,7 @@ class CostRule:
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
         if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
-            if not more:  # the requests' shift is measured over the hour, its end over 15 minutes
+            if not more:  # the requests' shift is measured over the hour, its end over minutes
                 minutes = max(minutes, 15)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
             return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit.ratio if unit else None))

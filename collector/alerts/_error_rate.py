@@ -10,14 +10,18 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
-- **Creep**: over the last hour the ratio is at least ``creep_factor`` (3.5x) the usual, beyond
-  chance, and still so over the last 15 minutes, and the errors are spread like the calls (no 15
-  minutes hold a share of the errors 0.4 above their share of the calls; the minutes of an outage
-  that paged are left out). Burst minutes (more errors than ``1 + 10 x usual x calls``) are left
-  out of the hour first, so provider bursts, however many in the hour, never look like a creep.
+- **Creep**: over the last 30, 45 or 60 minutes the ratio is at least ``creep_factor`` (3.5x) the
+  usual, beyond chance, with the errors spread like the calls (no 15 minutes hold a share of the
+  errors 0.4 above their share of the calls), and still so over the last 15 minutes; the minutes
+  of an outage that paged are left out. A busy service's creep is beyond chance within half an
+  hour, and a 4x creep takes 50 minutes to lift a whole hour to 3.5x; a quiet service's needs the
+  hour. Burst minutes (more errors than ``1 + 10 x usual x calls``) are left out first, so
+  provider bursts, however many in the hour, never look like a creep.
 
-Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10% or at twice the
-usual ratio, so it resolves minutes after the provider recovers; a creep (few errors a minute)
+Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10%, or at twice the
+usual ratio beyond chance (at a usual 0.3%, one stray error in 90 calls is twice the usual and
+held an outage for 16 minutes after its end), so it resolves minutes after the provider
+recovers; a creep (few errors a minute)
 holds while the last 12 minutes stay at twice the usual ratio, so a sparse minute does not end
 it. Below that it clears, and the evaluator resolves it once the clear has lasted.
 With no calls in the last 10 minutes the rule says nothing, so the alert neither fires nor
@@ -40,6 +44,7 @@ WINDOW = timedelta(hours=1)
 BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
 _PER_MINUTE = 60 // BUCKET_S
 OUTAGE, CREEP = "outage", "creep"
+CREEP_WINDOWS = (30, 45, 60)  # minutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,7 @@ class ErrorRateRule:
     hold_factor: float = 2.0
     alpha: float = 1e-6
     creep_alpha: float = 1e-5
+    hold_alpha: float = 0.01
     min_usual: float = 0.001
     min_failed_requests: int = 5
 
@@ -109,20 +115,27 @@ class ErrorRateRule:
             if outage_at is not None:
                 skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
                 minute_errors[:skip], minute_calls[:skip] = 0, 0
-            n60, e60 = minute_calls.sum(), minute_errors.sum()
             recent_n, recent_e = minute_calls[-15:].sum(), minute_errors[-15:].sum()
-            if (skip <= 30 and e60 >= self.creep_factor * usual * n60 and _tail(e60, n60, usual) <= self.creep_alpha
-                    and recent_e >= self.creep_factor * usual * recent_n
-                    and _spread_over_hour(minute_errors, minute_calls)):
+            if (skip <= 30 and recent_e >= self.creep_factor * usual * recent_n
+                    and any(self._creeps(minute_calls[-m:], minute_errors[-m:], usual) for m in CREEP_WINDOWS)):
                 kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, minute_errors, self.creep_factor * usual, 5)
         if kind is None:
             minutes = 5 if held_as == OUTAGE else 12
             minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
             n_hold, e_hold = minute_calls[-minutes:].sum(), minute_errors[-minutes:].sum()
-            held = e_hold >= self.hold_factor * usual * n_hold or (n5 and e5 / n5 >= 0.10)
+            held = bool(n5 and e5 / n5 >= 0.10) or (
+                e_hold >= self.hold_factor * usual * n_hold
+                and (held_as != OUTAGE or _tail(e_hold, n_hold, usual) <= self.hold_alpha))
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
         return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now, top_labels or {}))
+
+    def _creeps(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float) -> bool:
+        """Whether these minutes' errors are ``creep_factor`` times the usual, beyond chance, and
+        spread like their calls."""
+        n, e = minute_calls.sum(), minute_errors.sum()
+        return bool(e >= self.creep_factor * usual * n and _tail(e, n, usual) <= self.creep_alpha
+                    and _spread_like_calls(minute_errors, minute_calls))
 
     def _alert(self, kind: str, labels: dict[str, str], w: ServiceWindow, usual: float, since: datetime,
                now: datetime, top_labels: dict[str, str]) -> Alert:
@@ -171,11 +184,11 @@ def _spread(errors: np.ndarray) -> bool:
     return bool(sums.max() <= 0.8 * errors.sum())
 
 
-def _spread_over_hour(minute_errors: np.ndarray, minute_calls: np.ndarray) -> bool:
-    """The hour's errors (burst minutes out) follow its calls: no 15 minutes hold a share of the
-    errors 0.4 above their share of the calls. A creep is spread like the traffic, while a short
-    outage sits in a few minutes of it (a service whose calls all came in one minute may have its
-    errors there too)."""
+def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray) -> bool:
+    """The minutes' errors (burst minutes out) follow their calls: no 15 minutes hold a share of
+    the errors 0.4 above their share of the calls. A creep is spread like the traffic, while a
+    short outage sits in a few minutes of it (a service whose calls all came in one minute may
+    have its errors there too)."""
     window = np.ones(15)
     errors, calls = np.convolve(minute_errors, window, mode="valid"), np.convolve(minute_calls, window, mode="valid")
     return bool((errors / max(minute_errors.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)

@@ -28,7 +28,7 @@ import numpy as np
 Pair = tuple[str, str, str]  # project, tenant, route
 Key = tuple[str, str, str]  # project, dimension (tenant | route), value
 Window = tuple[Pair, float, float, float, float]  # pair, traces and sum of unit costs: the hour, the recent minutes
-RECENT = 15  # minutes: is the shift still going on
+RECENT = 10  # minutes: is the shift still going on (at 15, a 10x shift resolved 15 minutes after its end)
 WEEK = timedelta(days=7)
 MIN_TRACES_NOW = 5  # fewer traces in the last hour: no verdict (the normal approximation needs a few)
 MIN_TRACES_WEEK = 20

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
-from infersight.collector.alerts._error_rate import BUCKETS, ServiceWindow
+from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
 from infersight.collector.alerts._queue import DepthSample
 
@@ -72,6 +72,29 @@ def test_creep_to_4x_pages_within_the_hour_once_and_clears_after():
     assert CLEAR not in states, "a creep must not clear while it lasts"
     after = [m for m in range(end - 60, end - 60 + 15) if results[m].state == CLEAR]
     assert after and after[0] - (end - 60) <= 13  # clear within 13 min, resolved 2 min later
+
+
+def test_a_busy_services_creep_pages_within_half_an_hour():
+    # at 60 calls a minute a 4x creep is beyond chance within 30 minutes; the whole hour reaches
+    # 3.5x the usual only after ~50 minutes of it
+    onset = 90
+    calls, errors = traffic(200, 60, lambda m: 0.04 if m >= onset else 0.01, seed=13)
+    first = first_breach(verdicts(calls, errors))
+    assert first is not None and first - (onset - 60) <= 35
+
+
+def test_an_outage_resolves_through_stray_errors_after_its_end():
+    # 20 calls a minute, usual 0.3%; a 30% outage ended 6 minutes ago, and since then one error
+    # every 3 minutes: twice the usual ratio, but not beyond chance
+    calls = np.full(BUCKETS, 20 / 6)
+    errors = np.zeros(BUCKETS)
+    errors[-18 * 6:-6 * 6:6] = 6.0  # minutes -18 .. -7: 6 of 20 calls failed
+    errors[[-1 * 6, -4 * 6]] = 1.0
+    rule = ErrorRateRule()
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, held_as=OUTAGE).state == CLEAR
+    # the same minutes with three errors in the last 5 minutes still hold it
+    errors[-2 * 6] = 1.0
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, held_as=OUTAGE).state == HOLD
 
 
 def test_an_outage_that_ended_is_not_a_creep_afterwards():
@@ -320,8 +343,8 @@ def unit_costs(rng, week_traces=400):
 
 
 def hour_of(rng, traces, factor=1.0):
-    """The last hour's (pair, traces, sum of unit costs, and the same of its last quarter) for
-    ``traces`` per route, the last of them in the last quarter."""
+    """The last hour's (pair, traces, sum of unit costs, and the same of its last 10 minutes) for
+    ``traces`` per route, the last of them in the last 10 minutes."""
     out = []
     for route, level, n in (("rewrite", 0.0005, traces[0]), ("summarize", 0.05, traces[1])):
         logs = np.log(level * factor) + rng.normal(0, 0.5, n)
@@ -351,7 +374,7 @@ def dearer(spent60, unit, typical=0.04):
 
 
 def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
-    from infersight.collector.alerts._unit_cost import UnitShift
+    from infersight.collector.alerts._unit_cost import RECENT, UnitShift
 
     # spend tripled, but this tenant's hours swing with a few $0.05 sessions: the volume test says
     # nothing; its requests each costing 3x their usual (z 9), still so lately, do
@@ -368,3 +391,9 @@ def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
     assert dearer(0.05, UnitShift(9.0, 3.1, 1.1)).state == CLEAR
     # with no request in the last minutes the shift may go on: held, not cleared
     assert dearer(0.05, UnitShift(9.0, 3.1, None)).state == HOLD
+    # "lately" is the last 10 minutes: a 10x shift that ended 8 minutes ago makes them 1.6x
+    # dearer (geometric mean), which holds, and at 9 minutes 1.3x, which clears (over 15 minutes:
+    # 2.9x and 2.5x, still paging)
+    assert dearer(0.05, UnitShift(9.0, 10.0, 10 ** (2 / 10))).state == HOLD
+    assert dearer(0.05, UnitShift(9.0, 10.0, 10 ** (1 / 10))).state == CLEAR
+    assert RECENT == 10
