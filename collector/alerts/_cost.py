@@ -19,23 +19,25 @@ far it fell short of the key's spend over the last week (:func:`calibration`, at
 
 A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
 clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
-spend over the last week, so small tenants are judged on their own scale), the last 15 minutes
-are still at 2x (so the tail of an hour that has ended does not page again once resolved), and
+spend over the last week, so small tenants are judged on their own scale), the last 10 minutes
+are still at 2x (so the tail of an hour that has ended does not page again once resolved, and a
+10x route, whose 15 minutes stayed at 2x for 12 minutes past its end, resolves sooner), and
 the excess is beyond the key's own noise. Spend is lumpy (a small tenant's hour is a few agent
 sessions), so it is modelled as compound Poisson: its variance is the baseline times a dispersion
 (the cost of one "event"), measured from the key's own residuals over the last week and never
 below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
 residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
-``alpha`` (1e-7: the model's tail is thinner than that of spend made of heavy-tailed agent
-sessions, which paged a busy-but-normal Sunday hour at 1e-6) under that model. A small tenant
-whose hours normally swing 5x pages on a real tripling of many calls, not on two more sessions.
+``alpha`` under that model (1e-8: the test runs every minute on a sliding hour for every
+tenant and route, and the arrivals of sessions bunch more than Poisson ones: a busy-but-normal
+Sunday hour, 53 requests where 27-39 are usual, was 3e-8). A small tenant whose hours normally
+swing 5x pages on a real tripling of many calls, not on two more sessions.
 A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
-pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at the
-same ``alpha``, so do its last 10 minutes', and what that adds to its mean hour clears the
-floors, whatever this hour's spend against its baseline (fewer sessions than usual can hide a
-tripling from the spend test). It holds while the last 10 minutes' spend stays at 1.5x, or their
-requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
-resolves within minutes of the end and pages once.
+pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at
+``unit_alpha`` (1e-7: the mean of many requests is close to normal), so do its last 10
+minutes', and what that adds to its mean hour clears the floors, whatever this hour's spend
+against its baseline (fewer sessions than usual can hide a tripling from the spend test). It
+holds while the last 10 minutes' spend stays at 1.5x, or their requests stay 1.5x dearer (none:
+no data, held), and clears below, so an alert resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ class CostRule:
     weekday_days: int = 5
     weekend_days: int = 4
     lookback_days: int = 21
-    alpha: float = 1e-7
+    alpha: float = 1e-8
+    unit_alpha: float = 1e-7
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
@@ -152,7 +155,7 @@ class CostRule:
         a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
-                and spent[15] >= self.ratio * expected[15] and spent[15] > 0
+                and spent[10] >= self.ratio * expected[10] and spent[10] > 0
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
         if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
@@ -177,7 +180,7 @@ class CostRule:
 
     def dearer_hour(self, unit: UnitShift) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual over the last hour, beyond chance."""
-        return unit.z >= _z_beyond(self.alpha) and unit.ratio >= self.ratio
+        return unit.z >= _z_beyond(self.unit_alpha) and unit.ratio >= self.ratio
 
 
 def _hours_from(origin: datetime, hours: Iterable[datetime]) -> np.ndarray:

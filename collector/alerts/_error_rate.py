@@ -12,7 +12,7 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   beyond, at ~4 minutes for a 20% outage.
 - **Creep**: over the last 30, 45 or 60 minutes the ratio is at least ``creep_factor`` (3.5x) the
   usual, beyond chance, with the errors spread like the calls (no 15 minutes hold a share of the
-  errors 0.4 above their share of the calls), and still so over the last 15 minutes; the minutes
+  errors 0.4 above their share of the calls), and still so over the last 10 minutes; the minutes
   of an outage that paged are left out. A busy service's creep is beyond chance within half an
   hour, and a 4x creep takes 50 minutes to lift a whole hour to 3.5x; a quiet service's needs the
   hour. Burst minutes (more errors than ``1 + 10 x usual x calls``) are left out first, so
@@ -115,7 +115,7 @@ class ErrorRateRule:
             if outage_at is not None:
                 skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
                 minute_errors[:skip], minute_calls[:skip] = 0, 0
-            recent_n, recent_e = minute_calls[-15:].sum(), minute_errors[-15:].sum()
+            recent_n, recent_e = minute_calls[-10:].sum(), minute_errors[-10:].sum()
             if (skip <= 30 and recent_e >= self.creep_factor * usual * recent_n
                     and any(self._creeps(minute_calls[-m:], minute_errors[-m:], usual) for m in CREEP_WINDOWS)):
                 kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, minute_errors, self.creep_factor * usual, 5)

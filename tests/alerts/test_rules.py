@@ -309,6 +309,9 @@ def test_a_lumpy_keys_baseline_is_calibrated_to_its_mean_hour():
 def test_cost_hysteresis_holds_while_the_last_minutes_stay_high():
     assert cost_verdict(0.12, 0.015, 0.014, 0.05, 0.04).state == HOLD  # hour at 2.4x, last 10 min at 1.7x
     assert cost_verdict(0.12, 0.012, 0.008, 0.05, 0.04).state == CLEAR  # last 10 min back to normal
+    # a 10x spend that ended 9 minutes ago: its last 15 minutes are still at 2.6x, its last 10 at
+    # 1.5x ("still going on" is the last 10 minutes: no breach, it holds and then clears)
+    assert cost_verdict(0.5, 0.0325, 0.0125, 0.05, 0.04).state == HOLD
 
 
 @pytest.mark.parametrize("kwargs", [{"ratio": 1.2}, {"min_excess_share": -1.0}])
