@@ -83,6 +83,17 @@ def test_a_busy_services_creep_pages_within_half_an_hour():
     assert first is not None and first - (onset - 60) <= 35
 
 
+def test_a_chance_cluster_of_half_an_hour_on_a_quiet_service_is_not_a_creep():
+    # a Sunday morning, 16 calls a minute at a usual 0.78%: 15 errors in the last 30 minutes (4.5x,
+    # 2e-6 by chance: such clusters come along) after 8 in the 30 before; the hour is at 3x
+    calls, errors = np.zeros(BUCKETS), np.zeros(BUCKETS)
+    calls[::6] = 16.0
+    errors[6 * np.array([2, 4, 9, 12, 16, 23, 25, 29, 31, 33, 34, 37, 40, 42, 44, 46, 47, 50, 51, 53, 55, 57, 59])] = 1
+    assert errors[:180].sum() == 8 and errors[180:].sum() == 15
+    verdict = ErrorRateRule().evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.0078, T0)
+    assert verdict is not None and verdict.state != BREACH
+
+
 def test_an_outage_resolves_through_stray_errors_after_its_end():
     # 20 calls a minute, usual 0.3%; a 30% outage ended 6 minutes ago, and since then one error
     # every 3 minutes: twice the usual ratio, but not beyond chance
