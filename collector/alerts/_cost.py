@@ -159,7 +159,7 @@ class CostRule:
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
         if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
-            if not more:  # the requests' shift is measured over the hour, its end over minutes
+            if not more:  # a shift of the requests is measured over the hour: it began 15 minutes ago or more
                 minutes = max(minutes, 15)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
             return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit.ratio if unit else None))

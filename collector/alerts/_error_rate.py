@@ -13,20 +13,20 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 - **Creep**: over the last 30, 45 or 60 minutes the ratio is at least ``creep_factor`` (3.5x) the
   usual, beyond chance (``creep_alpha`` over the hour, a tenth of it over the shorter windows:
   more of them slide past in an hour, and chance clusters of half an hour are common: a Sunday
-  morning at 16 calls a minute had 15 errors in 30 minutes where 3.4 are usual, 2e-6), with
-  the errors spread like the calls (no 15 minutes hold a share of the
-  errors 0.4 above their share of the calls), and still so over the last 10 minutes; the minutes
-  of an outage that paged are left out. A busy service's creep is beyond chance within half an
-  hour, and a 4x creep takes 50 minutes to lift a whole hour to 3.5x; a quiet service's needs the
-  hour. Burst minutes (more errors than ``1 + 10 x usual x calls``) are left out first, so
-  provider bursts, however many in the hour, never look like a creep.
+  morning at 16 calls a minute had 15 errors in 30 minutes where 3.4 are usual, 2e-6), with the
+  errors spread like the calls (no 15 minutes hold a share of the errors 0.4 above their share of
+  the calls), and still so over the last 10 minutes; the minutes of an outage that paged are
+  left out. A busy service's creep is beyond chance within half an hour, and a 4x creep takes 50
+  minutes to lift a whole hour to 3.5x; a quiet service's needs the hour. Burst minutes (more
+  errors than ``1 + 10 x usual x calls``) are left out first, so provider bursts, however many in
+  the hour, never look like a creep.
 
 Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10%, or at twice the
 usual ratio beyond chance (at a usual 0.3%, one stray error in 90 calls is twice the usual and
-held an outage for 16 minutes after its end), so it resolves minutes after the provider
-recovers; a creep (few errors a minute)
-holds while the last 12 minutes stay at twice the usual ratio, so a sparse minute does not end
-it. Below that it clears, and the evaluator resolves it once the clear has lasted.
+held an outage 16 minutes past its end), so it resolves minutes after the provider recovers; a
+creep (few errors a minute) holds while the last 12 minutes stay at twice the usual ratio, so a
+sparse minute does not end it. Below that it clears, and the evaluator resolves it once the
+clear has lasted.
 With no calls in the last 10 minutes the rule says nothing, so the alert neither fires nor
 resolves. ``since`` is the first minute of the breach, not the window's start.
 """
