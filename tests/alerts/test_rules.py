@@ -94,6 +94,19 @@ def test_a_chance_cluster_of_half_an_hour_on_a_quiet_service_is_not_a_creep():
     assert verdict is not None and verdict.state != BREACH
 
 
+def test_a_bursts_retries_at_night_are_not_a_creep():
+    # a night at one call a minute, usual 0.31%: three stray errors in the hour, then a provider
+    # burst (5 of 6 calls, then 2 of 3) whose retries fail once a minute either side of its second
+    # minute (one error of one call is no burst by itself): 5 errors of 70 calls outside bursts
+    calls, errors = np.zeros(BUCKETS), np.zeros(BUCKETS)
+    calls[::6] = 1.0
+    errors[6 * np.array([25, 26, 41])] = 1.0
+    for minute, n, e in ((56, 6, 5), (57, 1, 1), (58, 3, 2), (59, 4, 1)):
+        calls[6 * minute], errors[6 * minute] = n, e
+    verdict = ErrorRateRule().evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.0031, T0)
+    assert verdict is not None and verdict.state != BREACH
+
+
 def test_an_outage_resolves_through_stray_errors_after_its_end():
     # 20 calls a minute, usual 0.3%; a 30% outage ended 6 minutes ago, and since then one error
     # every 3 minutes: twice the usual ratio, but not beyond chance
