@@ -6,7 +6,7 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
 - **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
   chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
   traces: one request retried twice is one failure, not three, which at night's few calls a
-  minute is the difference), and the errors are spread: no 3 minutes of the last 8 hold more
+  minute is the difference), and the errors are spread over the window: no 3 minutes hold more
   than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
   life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
   beyond, at ~4 minutes for a 20% outage.
@@ -48,7 +48,6 @@ BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
 _PER_MINUTE = 60 // BUCKET_S
 OUTAGE, CREEP = "outage", "creep"
 CREEP_WINDOWS = (30, 45, 60)  # minutes
-SPREAD_MINUTES = 8  # an outage's errors are judged spread over these, see _spread
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +110,7 @@ class ErrorRateRule:
         kind, first = None, 0
         failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
         if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
-                and _spread(errors[-SPREAD_MINUTES * _PER_MINUTE:]) and failed5 >= self.min_failed_requests):
+                and _spread(errors[five]) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
@@ -182,13 +181,9 @@ def _tail(k: float, n: float, p: float) -> float:
 
 
 def _spread(errors: np.ndarray) -> bool:
-    """No 3 minutes of the last :data:`SPREAD_MINUTES` hold more than 80% of their errors (a
-    burst, under 3 minutes with its retries, holds nearly all; an outage of 5 minutes spreads over
-    them). Eight minutes, not the outage's five: five can cut a burst and keep its tail beside a
-    stray error minutes later (22% of a quiet service's calls, 4 of 5 errors in 3 minutes), and
-    eight hold a burst whole whenever its tail is in the five, as they hold the first errors of
-    an outage whose next ones came in a crowd. Not relative to the calls: a burst's retries crowd
-    its minutes with calls too."""
+    """No 3 minutes of the window hold more than 80% of its errors (a burst, under 3 minutes
+    with its retries, holds nearly all; an outage of 5 minutes spreads over the window). Not
+    relative to the calls: a burst's retries crowd its minutes with calls too."""
     width = 180 // BUCKET_S
     sums = np.convolve(errors, np.ones(width), mode="valid")
     return bool(sums.max() <= 0.8 * errors.sum())

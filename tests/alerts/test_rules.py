@@ -138,28 +138,6 @@ def test_two_short_bursts_in_an_hour_are_not_a_creep():
     assert first_breach(verdicts(calls, errors)) is None
 
 
-def test_a_bursts_tail_and_a_stray_error_are_not_an_outage():
-    # 5 calls a minute: a burst 7 to 5 minutes ago (10 errors), its tail in the last 5 minutes
-    # (4 errors) and a stray error just now: 20% of the 5 minutes' calls, 4 of their 5 errors in
-    # 3 minutes, but 14 of the 8 minutes' 15
-    calls, errors = np.full(BUCKETS, 5 / 6), np.zeros(BUCKETS)
-    errors[-42:-32] = 1.0
-    errors[-30:-26] = 1.0
-    errors[-3] = 1.0
-    verdict = ErrorRateRule().evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004, T0)
-    assert verdict is not None and verdict.state != BREACH
-
-
-def test_an_outage_whose_errors_came_in_a_crowd_still_pages():
-    # a 30% outage for the last 6 minutes at ~9 calls a minute, its errors by chance 1, 0, 4, 8, 2, 7
-    # a minute: 17 of the last 5 minutes' 21 in 3 of them, 17 of the 8 minutes' 22
-    calls, errors = np.zeros(BUCKETS), np.zeros(BUCKETS)
-    calls[::6] = 9.0
-    errors[-36::6] = [1, 0, 4, 8, 2, 7]
-    verdict = ErrorRateRule().evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004, T0)
-    assert verdict is not None and verdict.state == BREACH and verdict.alert.numbers["outage"] == 1.0
-
-
 def test_two_retried_requests_and_a_stray_error_at_night_are_not_an_outage():
     # 4 calls a minute; in the last 5 minutes one stray error, then two requests failing twice each
     # (a 5xx blip, retried): 5 errors of 20 calls, but 3 failed requests
