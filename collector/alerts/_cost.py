@@ -52,12 +52,12 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
-from ._unit_cost import UnitShift
+from ._unit_cost import RECENT, UnitShift
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 # Window lengths in minutes the rule reads, for the caller to sum: the hour, the ongoing and hold
-# windows, and the steps that date the breach's first minute.
+# window (RECENT, as for the requests' costs), and the steps that date the breach's first minute.
 WINDOWS = (5, 10, 15, 20, 30, 45, 60)
 
 
@@ -155,7 +155,7 @@ class CostRule:
         a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
-                and spent[10] >= self.ratio * expected[10] and spent[10] > 0
+                and spent[RECENT] >= self.ratio * expected[RECENT] and spent[RECENT] > 0
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
         if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
@@ -163,7 +163,7 @@ class CostRule:
                 minutes = max(minutes, 15)
             since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
             return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit.ratio if unit else None))
-        held = spent[10] >= self.ongoing_ratio * expected[10] and spent[10] > 0
+        held = spent[RECENT] >= self.ongoing_ratio * expected[RECENT] and spent[RECENT] > 0
         if unit is not None and not held:  # requests still dearer, or none since (no data: not a clear)
             held = unit.recent >= self.ongoing_ratio if unit.recent is not None else unit.ratio >= self.ratio
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))

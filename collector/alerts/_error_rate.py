@@ -48,6 +48,7 @@ BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
 _PER_MINUTE = 60 // BUCKET_S
 OUTAGE, CREEP = "outage", "creep"
 CREEP_WINDOWS = (30, 45, 60)  # minutes
+ONGOING = 10  # minutes: a creep is still going on (as the cost rule's RECENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,7 @@ class ErrorRateRule:
             if outage_at is not None:
                 skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
                 minute_errors[:skip], minute_calls[:skip] = 0, 0
-            recent_n, recent_e = minute_calls[-10:].sum(), minute_errors[-10:].sum()
+            recent_n, recent_e = minute_calls[-ONGOING:].sum(), minute_errors[-ONGOING:].sum()
             if (skip <= 30 and recent_e >= self.creep_factor * usual * recent_n
                     and any(self._creeps(minute_calls[-m:], minute_errors[-m:], usual,
                                          self.creep_alpha if m == 60 else self.creep_alpha / 10)
