@@ -72,10 +72,10 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             stack.callback(app.state.writer.stop)
             jobs = Scheduler(app.state.counters)
             if settings.alerts:
-                from .alerts._setup import alert_job
+                from .alerts._setup import AlertJob
 
-                alerts = alert_job(settings, app.state.store, app.state.spool)
-                jobs.add("alerts", settings.evaluation_interval_s, alerts)
+                alerts = AlertJob(settings, app.state.store, app.state.spool)
+                jobs.add("alerts", settings.evaluation_interval_s, alerts.run, setup=alerts.setup)
             if settings.judge is not None:
                 from infersight.judges import judge_loop_from
 

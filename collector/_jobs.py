@@ -31,6 +31,7 @@ class _Job:
     first_after_s: float
     run: Callable[[], object]
     interrupt: Callable[[], None] | None
+    setup: Callable[[], object] | None
 
 
 class Scheduler:
@@ -51,13 +52,18 @@ class Scheduler:
         *,
         first_after_s: float | None = None,
         interrupt: Callable[[], None] | None = None,
+        setup: Callable[[], object] | None = None,
     ) -> None:
         """Run ``run()`` every ``every_s`` seconds, the first time after ``first_after_s``
-        (default: ``every_s``). ``interrupt`` is called at :meth:`stop` to cut a long run short."""
+        (default: ``every_s``). ``interrupt`` is called at :meth:`stop` to cut a long run short.
+        ``setup()`` runs once in the job's thread halfway through the wait for the first run: what
+        the job reads once is read before its first turn is due, and not while the process starts
+        (the collector's start, and a short-lived one's whole life, are left to ingest). If it
+        raises, it is logged and counted like a failed run, and the runs go on."""
         if not every_s > 0:
             raise ValueError(f"The 'every_s' parameter of Scheduler.add must be positive; got {every_s!r}.")
         start = every_s if first_after_s is None else first_after_s
-        self._jobs.append(_Job(name, every_s, start, run, interrupt))
+        self._jobs.append(_Job(name, every_s, start, run, interrupt, setup))
 
     def start(self) -> None:
         for job in self._jobs:
@@ -75,12 +81,20 @@ class Scheduler:
             thread.join(max(deadline - time.monotonic(), 0.0))
 
     def _loop(self, job: _Job) -> None:
-        wait_s = job.first_after_s
+        started, wait_s = time.monotonic(), job.first_after_s
+        if job.setup is not None:
+            if self._stop.wait(job.first_after_s / 2):
+                return
+            self._run(job, job.setup)
+            wait_s = max(job.first_after_s - (time.monotonic() - started), 0.0)
         while not self._stop.wait(wait_s):
             started = time.monotonic()
-            try:
-                job.run()
-            except Exception:  # one failed run must not end the job: logged and counted
-                self.counters.add(f"job_failed:{job.name}")
-                logger.exception("background job %r failed; it runs again in %.0f s", job.name, job.every_s)
+            self._run(job, job.run)
             wait_s = max(job.every_s - (time.monotonic() - started), 0.0)
+
+    def _run(self, job: _Job, step: Callable[[], object]) -> None:
+        try:
+            step()
+        except Exception:  # one failed run must not end the job: logged and counted
+            self.counters.add(f"job_failed:{job.name}")
+            logger.exception("background job %r failed; it runs again in %.0f s", job.name, job.every_s)

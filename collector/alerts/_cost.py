@@ -105,11 +105,12 @@ class CostRule:
         day, offset = at // 24, at % 24
         plan = {int(d): self._same_days(origin + DAY * int(d), first_day, origin) for d in np.unique(day)}
         plan = {d: same for d, same in plan.items() if len(same) >= 2}
-        # index i + 1 holds hour i from origin, filled for the days read and their neighbour hours
+        # index i + 1 holds hour i from origin (one array write: at start-up every key asks for a
+        # week of hours, and filling day by day from the mapping was half of that evaluation)
         spend = np.zeros(days * 24 + 2)
-        for d in sorted({r for same in plan.values() for r in same}):
-            start = origin + DAY * d
-            spend[d * 24: d * 24 + 26] = [hourly.get(start + HOUR * h, 0.0) for h in range(-1, 25)]
+        index = _hours_from(origin, hourly.keys()) + 1
+        inside = (index >= 0) & (index < len(spend))
+        spend[index[inside]] = np.fromiter(hourly.values(), float, len(hourly))[inside]
         around = (spend[:-2] + spend[1:-1] + spend[2:]) / 3  # each hour with its two neighbours
         totals = spend[1:-1].reshape(days, 24).sum(axis=1)
         # per hour the same-type days' values, missing ones at +inf so that a sort puts them last:

@@ -82,6 +82,17 @@ class Evaluator:
         self._costs = CostRules(self.config.cost_rule)
         self._clear_since: dict[str, datetime] = {}
 
+    def prepare(self, now: datetime | None = None) -> None:
+        """Read what the rules keep in memory (the cost rule's hourly history and each key's
+        noise, the services' usual error ratios) and load the statistics they use, so the first
+        evaluation costs what any other does. The collector's alert job calls it as it starts,
+        a minute before its first evaluation; without it the first evaluation does this work."""
+        now = now or self.clock()
+        import scipy.special  # noqa: F401  - the rules' tails import it at their first use: ~0.2 s
+
+        self._errors.prepare(self.store, now)
+        self._costs.prepare(self.store, now)
+
     def verdicts(self, now: datetime) -> list[Verdict]:
         """Every rule's verdicts at ``now`` (reads the store; no side effects beyond caches)."""
         return (self._errors.verdicts(self.store, now) + queue_verdicts(self.store, self.config.queue_rule, now)

@@ -102,17 +102,18 @@ class UnitCosts:
                     spread = max(float(squares[i] / n[i] - mean ** 2), 0.0)
                     self._usual[(project, dimension, value)] = (float(mean), spread)
 
-    def shift(self, now: Iterable[Window], skip_routes: Collection[str] = ()) -> dict[Key, UnitShift]:
+    def shift(self, now: Iterable[Window], skip_routes: Collection[tuple[str, str]] = ()) -> dict[Key, UnitShift]:
         """Per key, how its last hour's traces compare with its usual: ``now`` yields each pair's
         (pair, traces, sum of unit costs) of the hour and of its last :data:`RECENT` minutes;
-        ``skip_routes`` are left out of the tenants' sums (a route whose model got dearer pages
-        for the route, not for every tenant on it)."""
+        ``skip_routes`` (project, route) are left out of the tenants' sums (a route whose model
+        got dearer pages for the route, not for every tenant on it)."""
         sums: dict[Key, list[float]] = {}
         for (project, tenant, route), k, s, recent_k, recent_s in now:
             level = self._level.get((project, route))
             if level is None or k <= 0:
                 continue  # a route first seen this week has no level yet
-            keys = [(project, "route", route)] + ([] if route in skip_routes else [(project, "tenant", tenant)])
+            skip = (project, route) in skip_routes
+            keys = [(project, "route", route)] + ([] if skip else [(project, "tenant", tenant)])
             for key in keys:
                 acc = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
                 acc[0] += k

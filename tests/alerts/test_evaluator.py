@@ -172,6 +172,46 @@ def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
     assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 
 
+class _Recording:
+    """The real store, its queries recorded."""
+
+    def __init__(self, store):
+        self.store, self.sql = store, []
+
+    def query(self, sql, params=None):
+        self.sql.append(sql)
+        return self.store.query(sql, params)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_prepared_a_minute_before_the_first_evaluation_reads_no_history_and_pages_the_same(store):
+    # As the collector starts its alert job: prepare() reads the hourly history and the usual
+    # error ratios; the first evaluation a minute later reads only its last hour, and pages as an
+    # evaluator that read everything itself.
+    project = "alerts-prepared"
+    rows = []
+    at = NOW - timedelta(weeks=3)
+    while at < NOW:
+        usd = 0.4 if at >= NOW - timedelta(hours=2) else 0.1
+        rows.append({"project": project, "ts": ts(at), "service": "app", "tenant": "acme", "route": "sales.email",
+                     "model": "gpt-4o", "operation": "chat", "cost_usd": usd, "status": "ok"})
+        at += timedelta(minutes=5)
+    store.insert("llm_spans", encode_rows(rows))
+    recording = _Recording(store)
+    prepared = Evaluator(recording)
+    prepared.prepare(NOW - timedelta(minutes=1))
+    history = [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute)" in q]
+    assert len(history) == 2  # the cost rule's hours and the services' days
+    recording.sql.clear()
+    first = {(a.name, tuple(sorted(a.labels.items()))) for a in prepared.run_once(NOW).active}
+    assert not [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute)" in q]
+    alone = {(a.name, tuple(sorted(a.labels.items()))) for a in Evaluator(store).run_once(NOW).active}
+    assert ("CostAnomaly", (("project", project), ("tenant", "acme"))) in first  # its route is all acme
+    assert first == alone
+
+
 @pytest.mark.parametrize(("sessions", "pages"), [(4, False), (20, True)])
 def test_a_small_tenant_of_a_few_sessions_an_hour_pages_on_many_more_not_on_two(store, sessions, pages):
     # Two $0.10 sessions (traces) an hour for three weeks; the last hour has ``sessions``. Each
@@ -215,3 +255,22 @@ def test_the_evaluator_runs_the_windowed_detectors_once_per_minute(store):
     rows = store.query("SELECT label, count() AS n FROM detections WHERE project = {p:String} GROUP BY label",
                        {"p": project})
     assert rows == [{"label": "cost_loop.trace", "n": 8}]
+
+
+def test_a_route_surging_in_one_project_does_not_deflate_a_tenant_of_another(store):
+    # Both projects have a route named sales.email that costs 4x for the last two hours. In
+    # 'wide' two tenants share it, so the route pages and its tenants' spend is deflated by its
+    # surge; in 'narrow' one tenant is all of it, so that tenant pages, whatever 'wide' does.
+    rows = []
+    at = NOW - timedelta(weeks=3)
+    while at < NOW:
+        usd = 0.4 if at >= NOW - timedelta(hours=2) else 0.1
+        for project, tenant in (("alerts-wide", "acme"), ("alerts-wide", "globex"), ("alerts-narrow", "acme")):
+            rows.append({"project": project, "ts": ts(at), "service": "app", "tenant": tenant, "route": "sales.email",
+                         "model": "gpt-4o", "operation": "chat", "cost_usd": usd, "status": "ok"})
+        at += timedelta(minutes=5)
+    store.insert("llm_spans", encode_rows(rows))
+    active = {(a.labels["project"], a.labels.get("route"), a.labels.get("tenant"))
+              for a in Evaluator(store).run_once(NOW).active
+              if a.labels.get("project") in ("alerts-wide", "alerts-narrow")}
+    assert active == {("alerts-wide", "sales.email", None), ("alerts-narrow", None, "acme")}

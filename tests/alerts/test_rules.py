@@ -389,8 +389,10 @@ def test_dearer_requests_are_seen_through_the_route_mix():
     assert tripled.z > 4.75 and 2.0 < tripled.ratio < 4.5  # 8 requests each 3x dearer: beyond chance
     assert tripled.recent is not None and tripled.recent > 1.5  # the last of them too
     # a route whose model got dearer is the route's, not the tenant's
-    shifted = units.shift(hour_of(rng, (0, 8), factor=10.0), skip_routes={"summarize"})
+    shifted = units.shift(hour_of(rng, (0, 8), factor=10.0), skip_routes={("p", "summarize")})
     assert ("p", "tenant", "small") not in shifted and shifted[("p", "route", "summarize")].z > 4.75
+    # another project's route of the same name is another route
+    assert ("p", "tenant", "small") in units.shift(hour_of(rng, (0, 8), factor=10.0), skip_routes={("q", "summarize")})
     assert units.shift(hour_of(rng, (2, 2), factor=3.0)) == {}  # 4 requests: too few to say
 
 

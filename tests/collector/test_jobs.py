@@ -57,3 +57,32 @@ def test_stop_interrupts_a_long_run_and_returns():
 def test_intervals_must_be_positive():
     with pytest.raises(ValueError, match=r"'every_s' parameter of Scheduler\.add must be positive"):
         Scheduler(Counters()).add("x", 0, lambda: None)
+
+
+def test_setup_runs_within_the_wait_for_the_first_run_and_a_failed_one_does_not_stop_the_runs():
+    at: dict[str, float] = {}
+    threads: set[str] = set()
+    counters = Counters()
+
+    def setup() -> None:
+        at["setup"] = time.monotonic() - begun
+        threads.add(threading.current_thread().name)
+        time.sleep(0.2)
+        raise RuntimeError("the store is not up yet")
+
+    def run() -> None:
+        at.setdefault("run", time.monotonic() - begun)
+        threads.add(threading.current_thread().name)
+
+    jobs = Scheduler(counters)
+    jobs.add("alerts", 0.6, run, setup=setup)
+    begun = time.monotonic()
+    jobs.start()
+    try:
+        assert wait_for(lambda: "run" in at, timeout_s=5)
+    finally:
+        jobs.stop()
+    # setup halfway to the first run, which is due 0.6 s after the start, setup's 0.2 s included
+    # (not 0.6 s after setup ended: 1.1 s)
+    assert 0.3 <= at["setup"] < 0.45 and 0.6 <= at["run"] < 0.9
+    assert threads == {"infersight-job-alerts"} and counters.get("job_failed:alerts") == 1
