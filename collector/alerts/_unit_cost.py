@@ -72,9 +72,24 @@ class UnitCosts:
             ids, sums = self._hours.pop(hour)
             np.subtract.at(self._week, ids, sums)
 
+    def __len__(self) -> int:
+        """The pairs kept: those with a priced trace in the hours kept."""
+        return len(self._ids)
+
     def keep_week(self, until: datetime) -> None:
+        """Drop the hours before the week to ``until``, and forget the pairs left without a trace
+        (a tenant that left, a renamed route): the arrays stay the size of the week's pairs, not
+        of every pair a long-running evaluator has seen."""
         for hour in [h for h in self._hours if h < until - WEEK]:
             self.drop_hour(hour)
+        alive = self._week[: len(self._ids), 0] > 0
+        if alive.all():
+            return
+        # ids are given in insertion order, so the dict's order is the rows' order
+        self._ids = {pair: i for i, pair in enumerate(p for p, keep in zip(self._ids, alive, strict=True) if keep)}
+        remap = np.cumsum(alive) - 1  # an idle pair is in no hour kept: its entry is never read
+        self._week = self._week[: len(alive)][alive]
+        self._hours = {hour: (remap[ids], sums) for hour, (ids, sums) in self._hours.items()}
 
     def learn(self) -> None:
         """Each route's level and each key's usual residual and spread, from the week's sums."""

@@ -369,6 +369,24 @@ def unit_costs(rng, week_traces=400):
     return units
 
 
+def test_request_costs_forget_a_pair_idle_for_a_week_and_keep_the_rest():
+    rng = np.random.default_rng(5)
+    units = unit_costs(rng)
+    before = units.shift(hour_of(np.random.default_rng(6), (4, 4), factor=3.0))
+    cheap = np.log(0.0005)
+    units.set_hour(T0 - timedelta(hours=1), {("p", "gone", "rewrite"): (3.0, 3 * cheap, 3 * cheap ** 2)})
+    assert len(units) == 3
+    units.keep_week(T0 + timedelta(hours=168))  # the week from T0: the departed tenant's hour is out
+    units.learn()
+    assert len(units) == 2
+    assert units.shift(hour_of(np.random.default_rng(6), (4, 4), factor=3.0)) == before
+    # a later hour still adds to the right pairs
+    units.set_hour(T0 + timedelta(hours=168), {("p", "small", "summarize"): (1.0, np.log(0.05), np.log(0.05) ** 2)})
+    units.keep_week(T0 + timedelta(hours=169))
+    units.learn()
+    assert len(units) == 2 and ("p", "tenant", "small") in units.shift(hour_of(rng, (4, 4), factor=3.0))
+
+
 def hour_of(rng, traces, factor=1.0):
     """The last hour's (pair, traces, sum of unit costs, and the same of its last 10 minutes) for
     ``traces`` per route, the last of them in the last 10 minutes."""
