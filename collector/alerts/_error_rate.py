@@ -7,9 +7,14 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
   traces: one request retried twice is one failure, not three, which at night's few calls a
   minute is the difference), and the errors are spread over the window: no 3 minutes hold more
-  than 80% of them. Provider 5xx bursts (under 3 minutes, retried by clients) are normal
-  life and fail that last test; an outage that lasts 5 minutes passes it whatever its length
-  beyond, at ~4 minutes for a 20% outage.
+  than 80% of them, of the last 5 minutes' errors or of the last 8's (the 8 see a burst whole
+  when only its tail is in the 5, beside a stray error), and no run of calls without an error,
+  between its errors or since the last, is longer than chance allows at the window's own ratio
+  (``gap_alpha``). Provider 5xx bursts (under 3 minutes, retried by clients) are normal life and
+  fail those tests: a busy service's burst is in 3 minutes, and a quiet service's two bursts
+  minutes apart (spread over 5 minutes at a few calls a minute) leave the minutes between
+  without an error. An outage that lasts 5 minutes passes them whatever its length beyond, at
+  ~4 minutes for a 20% outage.
 - **Creep**: over the last 30, 45 or 60 minutes the ratio is at least ``creep_factor`` (3.5x) the
   usual, beyond chance (``creep_alpha`` over the hour, a tenth of it over the shorter windows:
   more of them slide past in an hour, and chance clusters of half an hour are common: a Sunday
@@ -77,6 +82,7 @@ class ErrorRateRule:
     hold_alpha: float = 0.01
     min_usual: float = 0.001
     min_failed_requests: int = 5
+    gap_alpha: float = 0.05
 
     def __post_init__(self) -> None:
         if not 0.0 < self.slo < 1.0:
@@ -111,7 +117,8 @@ class ErrorRateRule:
         kind, first = None, 0
         failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
         if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
-                and _spread(errors[five]) and failed5 >= self.min_failed_requests):
+                and _spread(errors[five]) and _spread(errors[-8 * _PER_MINUTE:])
+                and _steady(calls[five], errors[five], self.gap_alpha) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
             minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
@@ -188,6 +195,21 @@ def _spread(errors: np.ndarray) -> bool:
     width = 180 // BUCKET_S
     sums = np.convolve(errors, np.ones(width), mode="valid")
     return bool(sums.max() <= 0.8 * errors.sum())
+
+
+def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float) -> bool:
+    """Whether the window's errors keep coming as an outage's do: no run of calls without an
+    error, between its errors or since the last, longer than chance allows at the window's own
+    ratio (about ``errors x (1 - ratio) ^ run`` <= ``alpha``). Two provider bursts minutes apart
+    (or one that has ended) leave such a run; at a few calls a minute they are spread over the
+    window as an outage is."""
+    hit = np.nonzero(errors)[0]
+    if len(hit) == 0:
+        return False
+    ratio = min(errors.sum() / max(calls.sum(), 1.0), 0.99)
+    total = np.cumsum(calls)
+    runs = total[np.append(hit[1:] - 1, len(calls) - 1)] - total[hit]  # calls after each error, to the next
+    return bool(errors.sum() * (1.0 - ratio) ** runs.max() > alpha)
 
 
 def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray) -> bool:

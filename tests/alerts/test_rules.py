@@ -444,3 +444,30 @@ def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
     assert dearer(0.05, UnitShift(9.0, 10.0, 10 ** (2 / 10))).state == HOLD
     assert dearer(0.05, UnitShift(9.0, 10.0, 10 ** (1 / 10))).state == CLEAR
     assert RECENT == 10
+
+
+
+def test_two_bursts_minutes_apart_on_a_quiet_service_are_not_an_outage():
+    # 6 calls a minute (one per 10 s); a burst fails 4 calls, the next 3 minutes' 18 calls all
+    # succeed, a second burst fails 4 more: no 3 minutes hold over 80% of the errors, in 5
+    # minutes or 8, but an outage failing 27% of calls would not let 18 in a row through
+    calls = np.ones(BUCKETS)
+    errors = np.zeros(BUCKETS)
+    errors[[-30, -29, -28, -27]] = 1
+    errors[[-6, -5, -4, -3]] = 1
+    rule = ErrorRateRule()
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0).state != BREACH
+    # the same 8 errors spaced through the window are an outage
+    spaced = np.zeros(BUCKETS)
+    spaced[[-30, -26, -22, -18, -14, -10, -6, -2]] = 1
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, spaced, spaced), 0.003, T0).state == BREACH
+
+
+@pytest.mark.parametrize("per_minute", [5, 8, 12])
+def test_a_quiet_services_outage_pages_as_soon_as_without_the_run_test(per_minute):
+    # 30% failing for 12 minutes: errors come every few calls, so the run-of-successes test,
+    # which stops two bursts from paging, delays no outage (gap_alpha 0 turns it off)
+    for seed in range(10):
+        calls, errors = traffic(150, per_minute, lambda m: 0.3 if 90 <= m < 102 else 0.003, seed=seed)
+        first = first_breach(verdicts(calls, errors, usual=0.003))
+        assert first is not None and first == first_breach(verdicts(calls, errors, 0.003, ErrorRateRule(gap_alpha=0)))
