@@ -200,9 +200,10 @@ def _spread(errors: np.ndarray) -> bool:
 def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float) -> bool:
     """Whether the window's errors keep coming as an outage's do: no run of calls without an
     error, between its errors or since the last, longer than chance allows at the window's own
-    ratio (about ``errors x (1 - ratio) ^ run`` <= ``alpha``). Two provider bursts minutes apart
-    (or one that has ended) leave such a run; at a few calls a minute they are spread over the
-    window as an outage is."""
+    ratio (the chance of a run that long among that many errors is about ``errors x (1 - ratio)
+    ^ run``; at ``alpha`` or under, it is no outage). Two provider bursts minutes apart (or one
+    that has ended) leave such a run; at a few calls a minute they are spread over the window
+    as an outage is."""
     hit = np.nonzero(errors)[0]
     if len(hit) == 0:
         return False

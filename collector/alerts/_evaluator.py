@@ -85,8 +85,9 @@ class Evaluator:
     def prepare(self, now: datetime | None = None) -> None:
         """Read what the rules keep in memory (the cost rule's hourly history and each key's
         noise, the services' usual error ratios) and load the statistics they use, so the first
-        evaluation costs what any other does. The collector's alert job calls it as it starts,
-        a minute before its first evaluation; without it the first evaluation does this work."""
+        evaluation costs what any other does. The collector's alert job calls it half a minute
+        after start, half a minute before its first evaluation; without it the first evaluation
+        does this work."""
         now = now or self.clock()
         import scipy.special  # noqa: F401  - the rules' tails import it at their first use: ~0.2 s
 

@@ -64,7 +64,8 @@ def evaluator_from(settings: Settings, store: Store, spool: Spool) -> Evaluator:
 
 class AlertJob:
     """The scheduler's alert job: :meth:`setup` builds the evaluator and reads the rules' history
-    as the collector starts; :meth:`run` evaluates, every minute from a minute later.
+    half a minute after the collector starts; :meth:`run` evaluates, every minute from a minute
+    after the start.
 
     Building it loads the windowed detectors' scientific stack (NumPy, SciPy, scikit-learn:
     ~1.7 s of imports), and the cost rule's history at 1,000 tenants takes seconds more; in the
