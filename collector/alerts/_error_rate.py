@@ -53,6 +53,7 @@ BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
 _PER_MINUTE = 60 // BUCKET_S
 OUTAGE, CREEP = "outage", "creep"
 CREEP_WINDOWS = (30, 45, 60)  # minutes
+SPREAD_WINDOWS = (5, 8)  # minutes: an outage's errors are spread over each of the last 5 and 8
 ONGOING = 10  # minutes: a creep is still going on (as the cost rule's RECENT)
 
 
@@ -117,7 +118,7 @@ class ErrorRateRule:
         kind, first = None, 0
         failed5 = (w.failed_requests if w.failed_requests is not None else w.errors)[five].sum()
         if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
-                and _spread(errors[five]) and _spread(errors[-8 * _PER_MINUTE:])
+                and all(_spread(errors[-m * _PER_MINUTE:]) for m in SPREAD_WINDOWS)
                 and _steady(calls[five], errors[five], self.gap_alpha) and failed5 >= self.min_failed_requests):
             kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         else:
