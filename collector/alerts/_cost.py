@@ -144,11 +144,13 @@ class CostRule:
 
     def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
                  expected: Mapping[int, float], typical_hourly: float, now: datetime,
-                 dispersion: float | None = None, unit: UnitShift | None = None) -> Verdict:
+                 dispersion: float | None = None, unit: UnitShift | None = None, *,
+                 jump: float | None = None) -> Verdict:
         """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
         to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
         hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
-        ``None``: not known yet); ``unit`` its last hour's cost per request against its usual
+        ``None``: not known yet) and ``jump`` the cost of the events that make its tail (see
+        ``_unlikely``; ``None``: ``dispersion``); ``unit`` its last hour's cost per request against its usual
         (``None``: not known). Without either, it cannot breach."""
         labels = {"project": project, dimension: key}
         # never judged against less than half its mean hour: at a key's quiet hours the seasonal
@@ -157,7 +159,7 @@ class CostRule:
         floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
         more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[RECENT] >= self.ratio * expected[RECENT] and spent[RECENT] > 0
-                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha))
+                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha, jump))
         if more or self.dearer(unit, typical_hourly, floor):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             if not more:  # a shift of the requests is measured over the hour: it began 15 minutes ago or more
@@ -222,14 +224,24 @@ def dispersion(residuals: Sequence[tuple[float, float]], scale: float = 1.0) -> 
     return sum(r2 for r2, _ in scaled) / base if base > 0 else None
 
 
-def _unlikely(spent: float, expected: float, dispersion: float, alpha: float) -> bool:
-    """P(spend >= ``spent``) <= ``alpha`` when spend is compound Poisson with this mean and
-    dispersion (events of cost ``dispersion``): a Poisson tail in events."""
+def _unlikely(spent: float, expected: float, dispersion: float, alpha: float, jump: float | None = None) -> bool:
+    """P(spend >= ``spent``) <= ``alpha`` when spend is compound Poisson with this mean, variance
+    ``expected x dispersion`` and skew of events of cost ``jump`` (``E[c^3] / E[c^2]``; ``None``:
+    events all of one cost, ``dispersion``): a translated Poisson that matches the three, so
+    spend is a fixed part plus events of cost ``jump``. Matching only two (events of cost
+    ``dispersion``) thins the tail wherever a few dear sessions come among many cheap calls: a
+    tenant with an agent session every other hour and four in one hour, a chance of ~1e-4, was
+    judged 1e-9 and paged."""
     from scipy.special import gammainc  # the alert job's thread already loads SciPy; the app's import does not
 
     if dispersion <= 0:
         return spent > expected
-    events, mean = spent / dispersion, max(expected, 1e-12) / dispersion
+    jump = max(jump or dispersion, dispersion)
+    expected = max(expected, 1e-12)
+    fixed = expected * (1.0 - dispersion / jump)  # the part of the mean that does not vary
+    if spent <= fixed:
+        return False
+    events, mean = (spent - fixed) / jump, expected * dispersion / jump ** 2
     return bool(gammainc(events, mean) <= alpha)
 
 

@@ -191,12 +191,12 @@ def _key(row: dict[str, Any]) -> Key:
 class CostHistory:
     """Trimmed hourly spend of every tenant and route, kept in memory and extended hour by hour:
     complete hours do not change, so each new hour costs one query over the last few hours.
-    Beside each hour's spend, the sum of its traces' squared costs and its costliest trace (the
-    one trimmed): what one trace of the key usually costs, see :meth:`trace_dispersion`."""
+    Beside each hour's spend, the sums of its traces' squared and cubed costs and its costliest
+    trace (the one trimmed): what one trace of the key usually costs, see :meth:`trace_jumps`."""
 
     days: int
     hourly: dict[Key, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
-    traces: dict[Key, dict[datetime, tuple[float, float]]] = field(default_factory=lambda: defaultdict(dict))
+    traces: dict[Key, dict[datetime, tuple[float, float, float]]] = field(default_factory=lambda: defaultdict(dict))
     first_seen: dict[Key, datetime] = field(default_factory=dict)
     units: UnitCosts = field(default_factory=UnitCosts)
     _until: datetime | None = None
@@ -215,13 +215,16 @@ class CostHistory:
         rows = store.query(
             "SELECT project, tenant, route, g, groupArray(toUInt32(toUnixTimestamp(hour))) AS hours,"
             " groupArrayIf(spend, g != 0) AS spend, groupArrayIf(squares, g != 0) AS squares,"
-            " groupArrayIf(top, g != 0) AS top, groupArrayIf((uk, us, uq), g = 0) AS units"
+            " groupArrayIf(cubes, g != 0) AS cubes, groupArrayIf(top, g != 0) AS top,"
+            " groupArrayIf((uk, us, uq), g = 0) AS units"
             " FROM (SELECT project, tenant, route, grouping(tenant, route) AS g, hour,"
             # spans without a trace are each their own event (sq), never one "trace" of them all
             f" {_trimmed('c')} AS spend, sum(if(trace_id = '', sq, c * c)) AS squares,"
+            " sum(if(trace_id = '', cu, c * c * c)) AS cubes,"
             f" max(if(trace_id = '', 0, c)) AS top, {_units('u')}"
             f" FROM (SELECT project, tenant, route, toStartOfHour(ts) AS hour, trace_id, {_call_units('u')},"
-            " sum(ifNull(cost_usd, 0)) AS c, sum(ifNull(cost_usd, 0) * ifNull(cost_usd, 0)) AS sq"
+            " sum(ifNull(cost_usd, 0)) AS c, sum(pow(ifNull(cost_usd, 0), 2)) AS sq,"
+            " sum(pow(ifNull(cost_usd, 0), 3)) AS cu"
             f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{start:{_DT}}} AND ts < {{until:{_DT}}}"
             " GROUP BY project, tenant, route, hour, trace_id)"
             " GROUP BY GROUPING SETS ((project, tenant, hour), (project, route, hour), (project, tenant, route, hour)))"
@@ -239,8 +242,8 @@ class CostHistory:
                 continue
             key = _key(row)
             self.hourly[key].update(zip(hours, map(float, row["spend"]), strict=True))
-            self.traces[key].update(zip(hours, zip(map(float, row["squares"]), map(float, row["top"]), strict=True),
-                                        strict=True))
+            moments = zip(map(float, row["squares"]), map(float, row["cubes"]), map(float, row["top"]), strict=True)
+            self.traces[key].update(zip(hours, moments, strict=True))
             first = min(hours)
             if key not in self.first_seen or first < self.first_seen[key]:
                 self.first_seen[key] = first
@@ -266,19 +269,23 @@ class CostHistory:
             self._typical[key] = self._mean_hourly(key, self._until)
         return self._typical[key]
 
-    def trace_dispersion(self, key: Key, outliers: int = 2) -> float:
-        """Sum of squared trace costs over summed cost of the last week's traces, the ``outliers``
-        costliest left out (one long session must not make the key deaf for a week): the
-        compound-Poisson "event" cost when traces are the events. Spend made of a few costly
-        sessions an hour has a large one, so two sessions instead of one are no surprise."""
+    def trace_jumps(self, key: Key, outliers: int = 2) -> tuple[float, float]:
+        """What one trace of the key costs as a compound-Poisson "event", from the last week's
+        traces with the ``outliers`` costliest left out (one long session must not make the key
+        deaf for a week): the sum of squared costs over the sum of costs (the variance's event,
+        ``E[c^2] / E[c]``) and the sum of cubes over the sum of squares (the skew's, ``E[c^3] /
+        E[c^2]``). Where a few dear sessions come among many cheap calls the second is the
+        sessions' cost and the first a fraction of it; ``(0, 0)`` without a priced trace."""
         if self._until is None:
-            return 0.0
+            return 0.0, 0.0
         week_ago = self._until - timedelta(days=7)
-        hours = [h for h in self.hourly.get(key, {}) if h >= week_ago and h in self.traces[key]]
-        tops = sorted((self.traces[key][h][1] for h in hours), reverse=True)[:outliers]
-        spend = sum(self.hourly[key][h] + self.traces[key][h][1] for h in hours) - sum(tops)
-        squares = sum(self.traces[key][h][0] for h in hours) - sum(t * t for t in tops)
-        return squares / spend if spend > 0 else 0.0
+        series, hourly = self.traces.get(key, {}), self.hourly.get(key, {})
+        hours = [h for h in hourly if h >= week_ago and h in series]
+        tops = sorted((series[h][2] for h in hours), reverse=True)[:outliers]
+        spend = sum(hourly[h] + series[h][2] for h in hours) - sum(tops)
+        squares = sum(series[h][0] for h in hours) - sum(t ** 2 for t in tops)
+        cubes = sum(series[h][1] for h in hours) - sum(t ** 3 for t in tops)
+        return (squares / spend if spend > 0 else 0.0), (cubes / squares if squares > 0 else 0.0)
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:
         week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))

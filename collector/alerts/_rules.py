@@ -85,7 +85,7 @@ class CostRules:
         self.history = CostHistory(days=rule.history.days)
         self._baselines: dict[tuple[Key, datetime], float | None] = {}
         self._residuals: dict[Key, deque[tuple[float, float]]] = {}
-        self._noise: dict[Key, float | None] = {}
+        self._noise: dict[Key, tuple[float, float] | None] = {}  # dispersion, jump (see CostRule.evaluate)
         self._calibration: dict[Key, float] = {}
         self._judged_until: datetime | None = None
 
@@ -148,7 +148,8 @@ class CostRules:
             # trace of the key is one event whatever the residuals say
             self._calibration[key] = scale = calibration(residuals)
             measured = dispersion(residuals, scale)
-            self._noise[key] = None if measured is None else max(measured, self.history.trace_dispersion(key))
+            event, jump = self.history.trace_jumps(key)
+            self._noise[key] = None if measured is None else (max(measured, event), jump)
         self._judged_until = until
 
     def _baselines_of(self, key: Key, hours: list[datetime]) -> list[float | None]:
@@ -168,8 +169,9 @@ class CostRules:
                  unit: UnitShift | None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
+        noise = self._noise.get(key)
         return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
-                                  self._noise.get(key), unit)
+                                  noise[0] if noise else None, unit, jump=noise[1] if noise else None)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and

@@ -12,6 +12,7 @@ from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
 from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
 from infersight.collector.alerts._queue import DepthSample
+from infersight.collector.store import encode_rows
 
 T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)  # a Wednesday
 
@@ -284,11 +285,11 @@ def test_incidents_in_earlier_weeks_do_not_drag_the_baseline():
     assert CostRule().expected_hour(hit, MONDAY, at) == pytest.approx(CostRule().expected_hour(clean, MONDAY, at))
 
 
-def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None, dispersion=0.001):
+def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None, dispersion=0.001, jump=None):
     windows = (5, 10, 15, 20, 30, 45, 60)
     spent = {m: {60: spent60, 15: spent15, 10: spent10}.get(m, spent15 * m / 15) for m in windows}
     expected = {m: expected_hourly * m / 60 for m in windows}
-    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0, dispersion)
+    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0, dispersion, jump=jump)
 
 
 def test_a_small_tenant_pages_on_its_own_scale():
@@ -304,6 +305,45 @@ def test_lumpy_spend_needs_more_than_a_few_extra_sessions():
     assert cost_verdict(0.15, 0.0375, 0.025, 0.05, 0.04, dispersion=0.05).state != BREACH
     assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=0.05).state == BREACH
     assert cost_verdict(0.6, 0.15, 0.1, 0.05, 0.04, dispersion=None).state != BREACH
+
+
+def test_a_few_dear_sessions_among_cheaper_requests_are_chance():
+    # A tenant's hour of the pager benchmark (seed 7): agent sessions of ~$0.13 about one hour in
+    # two, summaries of ~$0.03 and cheap calls between; in one hour 4 sessions and 4 summaries
+    # came (a chance of ~1e-4; one session is trimmed). Its traces' moments: E[c^2]/E[c] $0.061,
+    # E[c^3]/E[c^2] $0.091. Read as events of $0.061 the hour was ~1e-9 and paged; with the
+    # skew matched too it is ~1e-7 (alpha 1e-8). Six times its spend is beyond chance either way.
+    hour = dict(spent60=0.512, spent15=0.179, spent10=0.1355, expected_hourly=0.0208, typical=0.0234,
+                dispersion=0.061)
+    assert cost_verdict(**hour, jump=None).state == BREACH  # the two-moment reading
+    assert cost_verdict(**hour, jump=0.091).state != BREACH
+    six = {k: v * 6 if k.startswith("spent") else v for k, v in hour.items()}
+    assert cost_verdict(**six, jump=0.091).state == BREACH
+    # events of one cost (a jump no larger than the dispersion) read the same as before
+    assert cost_verdict(**hour, jump=0.061).state == BREACH
+
+
+def test_the_cost_rule_reads_its_keys_trace_moments_from_the_store(store):
+    from infersight.collector.alerts._reads import CostHistory
+
+    # 24 hours, each with ten $0.005 calls and (every third hour) a $0.1 session; the two dearest
+    # traces of the week are left out of the moments (one long session must not deafen a key)
+    rows = []
+    start = T0 - timedelta(hours=24)
+    for h in range(24):
+        costs = [0.005] * 10 + ([0.1] if h % 3 == 0 else [])
+        for k, cost in enumerate(costs):
+            at = (start + timedelta(hours=h, minutes=k)).strftime("%Y-%m-%d %H:%M:%S")
+            rows.append({"project": "alerts-moments", "ts": at, "trace_id": f"m-{h}-{k}", "tenant": "t", "route": "r",
+                         "model": "gpt-4o", "operation": "chat", "cost_usd": cost, "status": "ok"})
+    store.insert("llm_spans", encode_rows(rows))
+    history = CostHistory(days=2)
+    history.update(store, T0)
+    cheap, dear = 240 * [0.005], 6 * [0.1]  # 8 sessions, 2 left out
+    s1, s2, s3 = (sum(c ** p for c in cheap + dear) for p in (1, 2, 3))
+    event, jump = history.trace_jumps(("alerts-moments", "tenant", "t"))
+    assert event == pytest.approx(s2 / s1) and jump == pytest.approx(s3 / s2)
+    assert jump > 2 * event  # the sessions make the tail; the calls lower the variance's event
 
 
 def test_dispersion_is_measured_without_the_largest_residuals():
