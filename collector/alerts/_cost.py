@@ -17,20 +17,22 @@ baseline never drifts down the way excluding only high outliers does. A median i
 hour, though, and a lumpy key's typical hour is under its mean one: the baseline is scaled by how
 far it fell short of the key's spend over the last week (:func:`calibration`, at most 1.5x).
 
-A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the excess
-clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean hourly
-spend over the last week, so small tenants are judged on their own scale), the last 10 minutes
-are still at 2x (so the tail of an hour that has ended does not page again once resolved, and a
-10x route, whose 15 minutes stayed at 2x for 12 minutes past its end, resolves sooner), and
-the excess is beyond the key's own noise. Spend is lumpy (a small tenant's hour is a few agent
-sessions), so it is modelled as compound Poisson: its variance is the baseline times a dispersion
-(the cost of one "event"), measured from the key's own residuals over the last week and never
-below what one of its traces costs (the caller's floor: the hour's only session is trimmed, so
-residuals alone can say a session is nearly free); the hour's spend must be as unlikely as
-``alpha`` under that model (1e-8: the test runs every minute on a sliding hour for every
-tenant and route, and the arrivals of sessions bunch more than Poisson ones: a busy-but-normal
-Sunday hour, 53 requests where 27-39 are usual, was 3e-8). A small tenant whose hours normally
-swing 5x pages on a real tripling of many calls, not on two more sessions.
+A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the
+excess clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean
+hourly spend over the last week, so small tenants are judged on their own scale), the last 10
+minutes are still at 2x (so the tail of an hour that has ended does not page again once
+resolved, and a 10x route, whose 15 minutes stayed at 2x for 12 minutes past its end, resolves
+sooner), and the excess is beyond the key's own noise. Spend is lumpy (a small tenant's hour is
+a few agent sessions), so it is modelled as compound Poisson: its variance is the baseline times
+a dispersion (the cost of one "event"), measured from the key's own residuals over the last week
+and never below what one of its traces costs (the caller's floor: the hour's only session is
+trimmed, so residuals alone can say a session is nearly free), and its skew that of the key's
+dearer traces (a few agent sessions among many cheap calls make the tail, which a variance read
+as events of one cost thins); the hour's spend must be as unlikely as ``alpha`` under that model
+(1e-8: the test runs every minute on a sliding hour for every tenant and route, and the arrivals
+of sessions bunch more than Poisson ones: a busy-but-normal Sunday hour, 53 requests where 27-39
+are usual, was 3e-8). A small tenant whose hours normally swing 5x pages on a real tripling of
+many calls, not on two more sessions.
 A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
 pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at
 ``unit_alpha`` (1e-7: the mean of many requests is close to normal), so do its last 10
