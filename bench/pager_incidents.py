@@ -2,8 +2,9 @@
 
 Every incident happens in the final week of an "incident" project whose traffic is otherwise the
 same (same seed) as its "normal" twin. A page (a ``firing`` event) belongs to an incident when it
-is of the incident's family, matches its target, and fires between its onset and two hours after
-its end; any other page is a false page.
+is of the incident's family, matches its target (the service, the queue's instance, the tenant
+or route), and fires between its onset and two hours after its end; any other page is a false
+page.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class Incident:
             return labels.get("service") == self.target
         if self.family is QUEUE_ALERTS:  # before the per-instance series, labels had no instance
             return labels.get("instance", self.target) == self.target
-        return True  # cost: any cost page in the window was caused by it (windows never overlap)
+        # cost: the tenant's or route's own page; another key paging in the window is a false page
+        return self.target in (labels.get("tenant"), labels.get("route"))
 
 
 LIBRARY = (

@@ -35,11 +35,12 @@ are usual, was 3e-8). A small tenant whose hours normally swing 5x pages on a re
 many calls, not on two more sessions.
 A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
 pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at
-``unit_alpha`` (1e-7: the mean of many requests is close to normal), so do its last 10
-minutes', and what that adds to its mean hour clears the floors, whatever this hour's spend
-against its baseline (fewer sessions than usual can hide a tripling from the spend test). It
-holds while the last 10 minutes' spend stays at 1.5x, or their requests stay 1.5x dearer (none:
-no data, held), and clears below, so an alert resolves within minutes of the end and pages once.
+``unit_alpha`` (1e-7: the mean of many requests is close to normal), so do its last 10 minutes',
+what that adds to its mean hour clears the floors and the hour spent at least
+``min_excess_usd``, whatever this hour's spend against its baseline (fewer sessions than usual
+can hide a tripling from the spend test). It holds while the last 10 minutes' spend stays at
+1.5x, or their requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
+resolves within minutes of the end and pages once.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class CostRule:
         more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
                 and spent[RECENT] >= self.ratio * expected[RECENT] and spent[RECENT] > 0
                 and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha, jump))
-        if more or self.dearer(unit, typical_hourly, floor):
+        if more or self.dearer(unit, typical_hourly, floor, a60):
             minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
             if not more:  # a shift of the requests is measured over the hour: it began 15 minutes ago or more
                 minutes = max(minutes, 15)
@@ -173,15 +174,18 @@ class CostRule:
             held = unit.recent >= self.ongoing_ratio if unit.recent is not None else unit.ratio >= self.ratio
         return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
-    def dearer(self, unit: UnitShift | None, typical_hourly: float, floor: float) -> bool:
+    def dearer(self, unit: UnitShift | None, typical_hourly: float, floor: float, spent_hour: float) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual, beyond chance, over the last
         hour and still over its last minutes, and what that adds to its mean hour clears the
         floor: a cost anomaly however few requests came (a small tenant's hour is a few sessions,
         and fewer of them can hide a tripling from the spend test). Dearer requests go on at
         every hour, so they are costed at the key's mean hour, not at this hour's: a tripling
-        that starts in a small tenant's night is worth paging before its morning."""
+        that starts in a small tenant's night is worth paging before its morning. But an hour
+        that spent (``spent_hour``) under ``min_excess_usd`` holds no excess worth a page,
+        whatever its requests cost: a page never says a key spent $0.00."""
         return (unit is not None and self.dearer_hour(unit) and unit.recent is not None
-                and unit.recent >= self.ratio and (unit.ratio - 1) * typical_hourly >= floor)
+                and unit.recent >= self.ratio and (unit.ratio - 1) * typical_hourly >= floor
+                and spent_hour >= self.min_excess_usd)
 
     def dearer_hour(self, unit: UnitShift) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual over the last hour, beyond chance."""

@@ -472,8 +472,10 @@ def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
     # fewer sessions this hour (its night): spend under its baseline, requests still 3x dearer:
     # pages, as 2.1x its $0.04 mean hour more is over the floors
     assert dearer(0.01, UnitShift(9.0, 3.1, 2.8)).state == BREACH
-    # but not when that is under the floor (a $0.004 mean hour: under $0.01 more) ...
+    # but not when that is under the floor (a $0.004 mean hour: under $0.01 more), or when the
+    # hour itself spent under the $0.01 floor (a few cheap requests: "spent $0.00" paged) ...
     assert dearer(0.01, UnitShift(9.0, 3.1, 2.8), typical=0.004).state != BREACH
+    assert dearer(0.004, UnitShift(9.0, 3.1, 2.8)).state != BREACH
     # ... or the last minutes' requests are back to their usual cost (it ended): that clears
     assert dearer(0.05, UnitShift(9.0, 3.1, 1.1)).state == CLEAR
     # with no request in the last minutes the shift may go on: held, not cleared
