@@ -169,9 +169,9 @@ class CostRules:
                  unit: UnitShift | None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         project, dimension, value = key
-        noise = self._noise.get(key)
+        noise, jump = self._noise.get(key) or (None, None)
         return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
-                                  noise[0] if noise else None, unit, jump=noise[1] if noise else None)
+                                  noise, unit, jump=jump)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and
