@@ -111,7 +111,9 @@ def make_tenants(rng: np.random.Generator) -> list[Tenant]:
 def _burst_floor(rng: np.random.Generator, minutes: int) -> dict[str, np.ndarray]:
     """Per provider, the per-minute error probability its 5xx bursts add."""
     out = {}
-    for provider in {s[0] for s in SERVICES.values()}:
+    # sorted: a set's order of strings changes with each process's hash seed, and with it which
+    # provider got which bursts (the same seed loaded twice was different traffic)
+    for provider in sorted({s[0] for s in SERVICES.values()}):
         floor = np.zeros(minutes)
         for _ in range(rng.poisson(3.0 * minutes / MINUTES_PER_DAY)):
             at = int(rng.integers(0, minutes))
