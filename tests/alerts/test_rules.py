@@ -140,12 +140,12 @@ def test_two_short_bursts_in_an_hour_are_not_a_creep():
 
 
 def test_two_retried_requests_and_a_stray_error_at_night_are_not_an_outage():
-    # 4 calls a minute; in the last 5 minutes one stray error, then two requests failing twice each
-    # (a 5xx blip, retried): 5 errors of 20 calls, but 3 failed requests
+    # 4 calls a minute; in the last 5 minutes a request failing twice, a stray error, another
+    # request failing twice (5xx blips, retried): 5 errors of 20 calls, but 3 failed requests
     calls = np.zeros(BUCKETS)
     calls[::3] = 2.0
     errors, failed = np.zeros(BUCKETS), np.zeros(BUCKETS)
-    for bucket, n in ((-29, 1), (-12, 2), (-5, 2)):
+    for bucket, n in ((-29, 2), (-17, 1), (-5, 2)):
         errors[bucket], failed[bucket] = n, 1
     rule = ErrorRateRule()
     assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors, failed), 0.009, T0).state != BREACH
@@ -491,8 +491,8 @@ def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
 
 def test_two_bursts_minutes_apart_on_a_quiet_service_are_not_an_outage():
     # 6 calls a minute (one per 10 s); a burst fails 4 calls, the next 3 minutes' 18 calls all
-    # succeed, a second burst fails 4 more: no 3 minutes hold over 80% of the errors, in 5
-    # minutes or 8, but an outage failing 27% of calls would not let 18 in a row through
+    # succeed, a second burst fails 4 more: the errors do not fit in 3 minutes, but an outage
+    # failing 27% of calls would not let 18 in a row through
     calls = np.ones(BUCKETS)
     errors = np.zeros(BUCKETS)
     errors[[-30, -29, -28, -27]] = 1
@@ -505,11 +505,42 @@ def test_two_bursts_minutes_apart_on_a_quiet_service_are_not_an_outage():
     assert rule.evaluate("p", "svc", ServiceWindow(calls, spaced, spaced), 0.003, T0).state == BREACH
 
 
-@pytest.mark.parametrize("per_minute", [5, 8, 12])
-def test_a_quiet_services_outage_pages_as_soon_as_without_the_run_test(per_minute):
-    # 30% failing for 12 minutes: errors come every few calls, so the run-of-successes test,
-    # which stops two bursts from paging, delays no outage (gap_alpha 0 turns it off)
+@pytest.mark.parametrize("per_minute", [8, 12])
+def test_an_outage_at_a_few_calls_a_minute_pages_within_five_minutes(per_minute):
     for seed in range(10):
         calls, errors = traffic(150, per_minute, lambda m: 0.3 if 90 <= m < 102 else 0.003, seed=seed)
         first = first_breach(verdicts(calls, errors, usual=0.003))
-        assert first is not None and first == first_breach(verdicts(calls, errors, 0.003, ErrorRateRule(gap_alpha=0)))
+        assert first is not None and 0 < first - 30 <= 5
+
+
+def test_the_run_test_seldom_delays_a_quiet_services_outage():
+    # at 5 calls a minute a 30% outage's errors come every few calls: the run-of-successes test,
+    # which stops two bursts from paging, delays at most one draw in ten (gap_alpha 0 turns it off)
+    delayed = 0
+    for seed in range(10):
+        calls, errors = traffic(150, 5, lambda m: 0.3 if 90 <= m < 102 else 0.003, seed=seed)
+        first = first_breach(verdicts(calls, errors, usual=0.003))
+        assert first is not None and first - 30 <= 12
+        delayed += first != first_breach(verdicts(calls, errors, 0.003, ErrorRateRule(gap_alpha=0)))
+    assert delayed <= 1
+
+
+def test_an_outage_whose_errors_crowd_by_chance_is_still_an_outage():
+    # 12 calls a minute, a quarter failing for 5 minutes: 1, 4, 6, 3, 2 errors a minute, so 13 of
+    # the 16 sit in 3 minutes (81%, as in a seed of the pager harness), which a fixed "no 3 minutes
+    # hold 80%" turned away; the 3 outside are still far beyond a usual 0.4% of 24 calls
+    calls = np.full(BUCKETS, 2.0)
+    errors = np.zeros(BUCKETS)
+    for minute, n in enumerate((1, 4, 6, 3, 2)):
+        first = BUCKETS - 30 + 6 * minute
+        for k in range(n):
+            errors[first + k % 6] += 1
+    rule = ErrorRateRule()
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004, T0).state == BREACH
+    # the same 13 in 3 minutes with one stray error beside them is a burst
+    burst = errors.copy()
+    burst[-30:-24] = 0
+    burst[-6:] = 0
+    burst[-29] = 1
+    assert burst.sum() == 14
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, burst, burst), 0.004, T0).state != BREACH
