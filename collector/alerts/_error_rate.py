@@ -22,11 +22,13 @@ ratios, so one bad day moves it not at all, and it drifts neither up nor down):
   more of them slide past in an hour, and chance clusters of half an hour are common: a Sunday
   morning at 16 calls a minute had 15 errors in 30 minutes where 3.4 are usual, 2e-6), with the
   errors spread like the calls (no 15 minutes hold a share of the errors 0.4 above their share of
-  the calls), and still so over the last 10 minutes; the minutes of an outage that paged are
-  left out. A busy service's creep is beyond chance within half an hour, and a 4x creep takes 50
-  minutes to lift a whole hour to 3.5x; a quiet service's needs the hour. Burst minutes (more
-  errors than ``1 + 10 x usual x calls``) are left out first, so provider bursts, however many in
-  the hour, never look like a creep.
+  the calls), and still so over the last 10 minutes; the minutes that paged already are left
+  out (an outage's, and a creep's once its alert clears: the hour after a 30-minute outage at
+  13 calls a minute, read as a creep, paged again on two stray errors). A busy service's creep
+  is beyond chance within half an hour, and a 4x creep takes 50 minutes to lift a whole hour to
+  3.5x; a quiet service's needs the hour. Burst minutes (more errors than ``1 + 10 x usual x
+  calls``) are left out first, so provider bursts, however many in the hour, never look like a
+  creep.
 
 Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10%, or at twice the
 usual ratio beyond chance (at a usual 0.3%, one stray error in 90 calls is twice the usual and
@@ -106,12 +108,13 @@ class ErrorRateRule:
 
     def evaluate(self, project: str, service: str, w: ServiceWindow, usual: float, now: datetime,
                  top_labels: dict[str, str] | None = None, held_as: str = CREEP,
-                 outage_at: datetime | None = None) -> Verdict | None:
+                 paged_until: datetime | None = None) -> Verdict | None:
         """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes.
         ``held_as`` is what the firing alert (if any) fired as, :data:`OUTAGE` or :data:`CREEP`
         (the longer hold, the safe guess after a restart); the breach says it in ``numbers["outage"]``.
-        ``outage_at`` is when this service last breached as an outage: the creep test leaves out
-        the minutes up to then (that outage paged already) and says nothing with under 30 left."""
+        ``paged_until`` ends the minutes that paged already (an outage's last breach, or a creep's
+        whose alert has cleared since): the creep test leaves them out and says nothing with under
+        30 left, so an hour that still holds an incident's errors does not page for them again."""
         calls, errors = w.calls.astype(float), w.errors.astype(float)
         if calls[-10 * _PER_MINUTE:].sum() == 0:
             return None
@@ -128,8 +131,8 @@ class ErrorRateRule:
         else:
             minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
             skip = 0
-            if outage_at is not None:
-                skip = min(60, max(0, 60 - int((now - outage_at).total_seconds() // 60)))
+            if paged_until is not None:
+                skip = min(60, max(0, 60 - int((now - paged_until).total_seconds() // 60)))
                 minute_errors[:skip], minute_calls[:skip] = 0, 0
             recent_n, recent_e = minute_calls[-ONGOING:].sum(), minute_errors[-ONGOING:].sum()
             if (skip <= 30 and recent_e >= self.creep_factor * usual * recent_n

@@ -9,11 +9,14 @@ import pytest
 
 from infersight.collector.alerts import (
     AlertmanagerNotifier,
+    ErrorRateRule,
     Evaluator,
     SlackNotifier,
     WebhookNotifier,
     history,
 )
+from infersight.collector.alerts._model import BREACH, CLEAR
+from infersight.collector.alerts._rules import ErrorRule
 from infersight.collector.store import encode_rows
 
 from .receiver import Receiver
@@ -274,3 +277,32 @@ def test_a_route_surging_in_one_project_does_not_deflate_a_tenant_of_another(sto
               for a in Evaluator(store).run_once(NOW).active
               if a.labels.get("project") in ("alerts-wide", "alerts-narrow")}
     assert active == {("alerts-wide", "sales.email", None), ("alerts-narrow", None, "acme")}
+
+
+def test_a_creep_that_cleared_does_not_page_again_for_the_errors_still_in_its_hour(store):
+    # 13 calls a minute with no errors for an hour, then one in 13 failing for 30 minutes (a
+    # creep: under the outage's 15%), then none but three stray errors 18-24 minutes after its
+    # end. The hour still holds the creep's 30 errors; the strays lift the last 10 minutes to
+    # 3.5x the usual, and those 30 errors paged once already.
+    project, start = "alerts-creep-once", NOW - timedelta(days=2)
+    onset, end = start + timedelta(hours=1), start + timedelta(hours=1, minutes=30)
+    strays = {end + timedelta(minutes=m) for m in (18, 21, 24)}
+    rows = []
+    for m in range(150):
+        minute = start + timedelta(minutes=m)
+        for i in range(13):
+            failed = (onset <= minute < end and i == 6) or (minute in strays and i == 0)
+            rows.append({"project": project, "ts": ts(minute + timedelta(seconds=4 * i + 2)), "service": "rag",
+                         "trace_id": f"{project}-{m}-{i}", "tenant": "acme", "route": "support.answer",
+                         "model": "gpt-4o-mini", "operation": "chat", "cost_usd": 0.001,
+                         "status": "error" if failed else "ok"})
+    store.insert("llm_spans", encode_rows(rows))
+    rule = ErrorRule(ErrorRateRule())
+    states = []
+    for m in range(61, 150):
+        verdicts = [v for v in rule.verdicts(store, start + timedelta(minutes=m, seconds=30))
+                    if v.alert.labels.get("project") == project]
+        states.append(verdicts[0].state if verdicts else None)
+    first_clear = states.index(CLEAR, states.index(BREACH))
+    assert first_clear + 61 < 90 + 18  # it cleared before the strays came
+    assert BREACH not in states[first_clear:]
