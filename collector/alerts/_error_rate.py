@@ -179,6 +179,31 @@ class ErrorRateRule:
         )
 
 
+@dataclass(slots=True)
+class ServiceMemory:
+    """What one service's verdicts leave for its next: what its last breach fired as, when, and
+    the end of the minutes that paged already (an outage's at each of its breaches, any alert's
+    at its first clear). The hour holds an incident's errors for an hour after it ends: without
+    this, two stray errors in ten minutes after a creep's alert cleared paged those errors again."""
+
+    fired_as: str = CREEP
+    breached_at: datetime | None = None
+    paged_until: datetime | None = None
+
+    def verdict(self, rule: ErrorRateRule, project: str, service: str, w: ServiceWindow, usual: float,
+                now: datetime) -> Verdict | None:
+        """``rule``'s verdict at ``now``, remembered for the next."""
+        verdict = rule.evaluate(project, service, w, usual, now, held_as=self.fired_as, paged_until=self.paged_until)
+        if verdict is not None and verdict.state == CLEAR and self.breached_at is not None:
+            self.paged_until, self.breached_at = self.breached_at, None
+        elif verdict is not None and verdict.state == BREACH:
+            self.fired_as = OUTAGE if verdict.alert.numbers.get("outage") else CREEP
+            self.breached_at = now
+            if self.fired_as == OUTAGE:
+                self.paged_until = now
+        return verdict
+
+
 def most_affected(top_labels: dict[str, str]) -> str:
     """The alert body's sentence naming the tenant, model, ... with the most errors."""
     return "".join(f" Most affected {k}: {v}." for k, v in top_labels.items())

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule, calibration, dispersion
-from ._error_rate import CREEP, OUTAGE, ErrorRateRule, most_affected
-from ._model import BREACH, CLEAR, HOLD, Verdict
+from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
+from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
 from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
 from ._unit_cost import UnitShift
@@ -25,10 +25,7 @@ class ErrorRule:
     def __init__(self, rule: ErrorRateRule) -> None:
         self.rule = rule
         self.daily = DailyRatios()
-        self._fired_as: dict[tuple[str, str], str] = {}  # what each service's last breach was
-        self._breached_at: dict[tuple[str, str], datetime] = {}  # and when
-        # the minutes up to here paged already: an outage's as it breaches, a creep's once it clears
-        self._paged_until: dict[tuple[str, str], datetime] = {}
+        self._memory: dict[tuple[str, str], ServiceMemory] = {}
 
     def prepare(self, store: Store, now: datetime) -> None:
         """Read the usual ratios, as the first verdicts at ``now`` would."""
@@ -39,20 +36,9 @@ class ErrorRule:
         out = []
         for (project, service), window in error_windows(store, now).items():
             key = (project, service)
-            usual = self.rule.usual(ratios.get(key, []))
-            verdict = self.rule.evaluate(project, service, window, usual, now,
-                                         held_as=self._fired_as.get(key, CREEP),
-                                         paged_until=self._paged_until.get(key))
-            if verdict is not None and verdict.state == CLEAR and key in self._breached_at:
-                # a creep's hour holds its errors for an hour after it ends: once its alert
-                # clears, two stray errors in ten minutes must not page those errors again
-                self._paged_until[key] = self._breached_at.pop(key)
+            memory = self._memory.setdefault(key, ServiceMemory())
+            verdict = memory.verdict(self.rule, project, service, window, self.rule.usual(ratios.get(key, [])), now)
             if verdict is not None and verdict.state == BREACH:
-                outage = bool(verdict.alert.numbers.get("outage"))
-                self._fired_as[key] = OUTAGE if outage else CREEP
-                self._breached_at[key] = now
-                if outage:
-                    self._paged_until[key] = now
                 top = _top_error_labels(store, project, service, verdict.alert.since, now)
                 verdict = replace(verdict, alert=replace(verdict.alert,
                                                          details=verdict.alert.details + most_affected(top)))
