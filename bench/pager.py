@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import pager_incidents as pi
 import pager_traffic as pt
 
-from infersight.collector.alerts import Evaluator, EvaluatorConfig
+from infersight.collector.alerts import CostRule, Evaluator, EvaluatorConfig
 from infersight.collector.store import ChdbStore, Store, encode_rows
 
 
@@ -79,6 +80,26 @@ def events(store: Store) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def void_incidents(store: Store, seeds: list[int]) -> set[tuple[int, str]]:
+    """(seed, incident) pairs of tenant cost incidents that did not happen: a tenant's costs
+    tripled in an hour of its night add under the cost rule's ``min_excess_usd`` (a small tenant
+    far from UTC may spend nothing then), which no rule should page on."""
+    out = set()
+    floor = CostRule().min_excess_usd
+    for inc in (i for i in pi.LIBRARY if i.name.startswith("tenant cost") and i.end is not None):
+        for seed in seeds:
+            rows = store.query(
+                "SELECT project, sum(ifNull(cost_usd, 0)) AS usd FROM llm_spans"
+                " WHERE project IN ({i:String}, {n:String}) AND tenant = {tenant:String}"
+                " AND ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} GROUP BY project",
+                {"i": f"i{seed}", "n": f"n{seed}", "tenant": inc.target,
+                 "start": f"{inc.onset:%Y-%m-%d %H:%M:%S}", "end": f"{inc.end:%Y-%m-%d %H:%M:%S}"})
+            spent = {r["project"]: float(r["usd"]) for r in rows}
+            if spent.get(f"i{seed}", 0.0) - spent.get(f"n{seed}", 0.0) < floor:
+                out.add((seed, inc.name))
+    return out
+
+
 def _fmt(values: list[float | None], digits: int = 0) -> str:
     got = [v for v in values if v is not None]
     if not got:
@@ -88,22 +109,31 @@ def _fmt(values: list[float | None], digits: int = 0) -> str:
 
 
 def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_end: datetime,
-           took: list[float]) -> str:
+           took: list[float], void: Collection[tuple[int, str]] = ()) -> str:
+    """The tables; an incident of a seed in ``void`` (see :func:`void_incidents`) is left out
+    of its row, which says how many seeds that was and how many of them paged all the same."""
     out = ["| seed | false pages, normal week | what paged | false pages, incident week |",
            "|---:|---:|---|---:|"]
-    outcomes: dict[str, list[pi.Outcome]] = {}
+    outcomes: dict[str, list[pi.Outcome]] = {inc.name: [] for inc in pi.LIBRARY}
+    void_paged: dict[str, int] = {}
     for seed in seeds:
         normal = [e for e in by_project.get(f"n{seed}", []) if e["event"] == "firing"]
         what = ", ".join(sorted({f"{e['name']} {_target(e['labels'])}" for e in normal})) or ""
         results, unexplained = pi.score(by_project.get(f"i{seed}", []), run_end)
         for r in results:
-            outcomes.setdefault(r.incident.name, []).append(r)
+            if (seed, r.incident.name) in void:
+                void_paged[r.incident.name] = void_paged.get(r.incident.name, 0) + bool(r.pages)
+            else:
+                outcomes.setdefault(r.incident.name, []).append(r)
         out.append(f"| {seed} | {len(normal)} | {what[:200]} | {len(unexplained)} |")
     out += ["", f"Per incident, over {len(seeds)} seeds (range across seeds):", "",
             "| incident | paged (seeds) | minutes to first page | pages per incident | minutes from end to resolve |",
             "|---|---:|---:|---:|---:|"]
-    for name, results in outcomes.items():
-        inc = results[0].incident
+    for inc in pi.LIBRARY:
+        name, results = inc.name, outcomes[inc.name]
+        if skipped := sum((seed, name) in void for seed in seeds):
+            name += (f" ({skipped} of {len(seeds)} seeds void: the incident added under"
+                     f" ${CostRule().min_excess_usd}; {void_paged.get(inc.name, 0)} of them paged)")
         paged = sum(1 for r in results if r.pages)
         if inc.real:
             resolve = _fmt([r.resolve_min for r in results])
@@ -168,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 took = replay(evaluator, pi.FINAL + timedelta(minutes=args.from_minute), args.minutes, log)
                 log(f"replayed {args.minutes} minutes in {time.perf_counter() - t0:.0f} s")
             run_end = pi.FINAL + timedelta(minutes=args.from_minute + args.minutes)
-            text = tables(seeds, events(store), run_end, took)
+            text = tables(seeds, events(store), run_end, took, void_incidents(store, seeds))
         finally:
             store.close()
     header = (f"{spans:,} spans over {pt.WEEKS} weeks and {2 * len(seeds)} projects (scale {args.scale}: "

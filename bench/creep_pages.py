@@ -1,0 +1,101 @@
+"""How often the error-rate rule pages for one creep, and when it resolves, on simulated services.
+
+    .venv/bin/python bench/creep_pages.py                 # 40 draws per case
+    .venv/bin/python bench/creep_pages.py --draws 10      # a quick look
+    .venv/bin/python bench/creep_pages.py --before        # a creep's cleared minutes may page again
+
+Each draw is one service's traffic in 10-second buckets, made as ``outage_windows.py`` makes it
+(Poisson requests, failed attempts retried), with the usual error ratio (0.4%) for two hours, a
+creep to 4x it for 1 or 3 hours, then an hour of the usual ratio. The rule is asked every minute
+through ``ServiceMemory``, as the evaluator asks it, and an alert resolves once its verdict has
+been clear for the evaluator's ``clear_for`` (as ``Evaluator`` does). Per case: the share of
+creeps paged, pages per paged creep (the issue asks for one), minutes to the first page, and
+minutes from the end to the resolve (negative: the alert resolved while the creep went on).
+``--before`` keeps only an outage's minutes from paging again, as the rule did before 12ee945.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from outage_windows import T0, USUAL, _window
+
+from infersight.collector.alerts import EvaluatorConfig
+from infersight.collector.alerts._error_rate import BUCKETS, ServiceMemory, ServiceWindow
+from infersight.collector.alerts._model import BREACH, CLEAR, Verdict
+
+ONSET = 120  # minutes of usual traffic before the creep
+AFTER = 60  # minutes replayed after its end
+PER_MINUTE = 60 // 10
+
+
+class _OutagesOnly(ServiceMemory):
+    """The memory before a creep's cleared minutes were kept from paging again."""
+
+    def verdict(self, *args: Any, **kwargs: Any) -> Verdict | None:
+        paged_until = self.paged_until
+        verdict = super().verdict(*args, **kwargs)
+        if verdict is not None and verdict.state == CLEAR:
+            self.paged_until = paged_until
+        return verdict
+
+
+def episode(rng: np.random.Generator, per_minute: float, minutes: int,
+            memory: ServiceMemory) -> tuple[int, int | None, int | None]:
+    """Pages, minutes from the onset to the first, and minutes from the end to the last resolve
+    (``None``: not paged, or still firing an hour after the end)."""
+    end = ONSET + minutes
+    calls, errors, failed = _window(rng, per_minute, lambda m: 4 * USUAL if ONSET <= m < end else USUAL,
+                                    end + AFTER)
+    clear_for = int(EvaluatorConfig().clear_for.total_seconds() // 60)
+    firing, clear_run, pages, first, resolved = False, 0, 0, None, None
+    rule = EvaluatorConfig().error_rule
+    for m in range(60, end + AFTER + 1):
+        hi = m * PER_MINUTE
+        w = ServiceWindow(calls[hi - BUCKETS:hi], errors[hi - BUCKETS:hi], errors[hi - BUCKETS:hi],
+                          failed[hi - BUCKETS:hi])
+        verdict = memory.verdict(rule, "p", "svc", w, USUAL, T0 + timedelta(minutes=m))
+        state = verdict.state if verdict is not None else None
+        clear_run = clear_run + 1 if state == CLEAR else 0
+        if state == BREACH and not firing:
+            firing, pages = True, pages + 1
+            first = m - ONSET if first is None else first
+        elif firing and clear_run >= clear_for:
+            firing, resolved = False, m - end
+    return pages, first, None if firing else resolved
+
+
+def _range(values: list[int]) -> str:
+    return f"{min(values)}–{max(values)}" if values else "–"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--draws", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--before", action="store_true", help="an outage's minutes alone never page again")
+    args = parser.parse_args()
+    print("| calls a minute | creep | paged | pages per paged creep | minutes to first page (median) |"
+          " minutes from end to resolve | resolved before the end |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for rate in (10, 30, 60):
+        for minutes in (60, 180):
+            rng = np.random.default_rng([args.seed, rate, minutes])
+            runs = [episode(rng, rate, minutes, _OutagesOnly() if args.before else ServiceMemory())
+                    for _ in range(args.draws)]
+            paged = [r for r in runs if r[0]]
+            firsts = [r[1] for r in paged if r[1] is not None]
+            resolves = [r[2] for r in paged if r[2] is not None]
+            pages = [r[0] for r in paged]
+            print(f"| {rate} | {minutes // 60} h | {len(paged)}/{args.draws} | "
+                  f"{_range(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
+                  f"{statistics.median(firsts) if firsts else '–'} | {_range(resolves)} | "
+                  f"{sum(r < 0 for r in resolves)} |")
+
+
+if __name__ == "__main__":
+    main()
