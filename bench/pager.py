@@ -112,20 +112,28 @@ def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_en
            took: list[float], void: Collection[tuple[int, str]] = ()) -> str:
     """The tables; an incident of a seed in ``void`` (see :func:`void_incidents`) is left out
     of its row, which says how many seeds that was and how many of them paged all the same."""
-    out = ["| seed | false pages, normal week | what paged | false pages, incident week |",
-           "|---:|---:|---|---:|"]
+    out = ["| seed | false pages, normal week | what paged | false pages, incident week |"
+           " burst outages (pages, normal / incident week) |",
+           "|---:|---:|---|---:|---|"]
     outcomes: dict[str, list[pi.Outcome]] = {inc.name: [] for inc in pi.LIBRARY}
     void_paged: dict[str, int] = {}
     for seed in seeds:
+        outages = pi.burst_outages(seed)
         normal = [e for e in by_project.get(f"n{seed}", []) if e["event"] == "firing"]
+        normal_outages = [e for e in normal if pi.on_burst_outage(e, outages)]
+        normal = [e for e in normal if not pi.on_burst_outage(e, outages)]
         what = ", ".join(sorted({f"{e['name']} {_target(e['labels'])}" for e in normal})) or ""
         results, unexplained = pi.score(by_project.get(f"i{seed}", []), run_end)
+        incident_outages = [e for e in unexplained if pi.on_burst_outage(e, outages)]
+        unexplained = [e for e in unexplained if not pi.on_burst_outage(e, outages)]
+        burst = (", ".join(f"{s} {a:%a %H:%M} {(b - a).seconds // 60} min" for s, a, b in outages)
+                 + f" ({len(normal_outages)} / {len(incident_outages)})") if outages else ""
         for r in results:
             if (seed, r.incident.name) in void:
                 void_paged[r.incident.name] = void_paged.get(r.incident.name, 0) + bool(r.pages)
             else:
                 outcomes.setdefault(r.incident.name, []).append(r)
-        out.append(f"| {seed} | {len(normal)} | {what[:200]} | {len(unexplained)} |")
+        out.append(f"| {seed} | {len(normal)} | {what[:200]} | {len(unexplained)} | {burst} |")
     out += ["", f"Per incident, over {len(seeds)} seeds (range across seeds):", "",
             "| incident | paged (seeds) | minutes to first page | pages per incident | minutes from end to resolve |",
             "|---|---:|---:|---:|---:|"]

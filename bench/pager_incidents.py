@@ -75,6 +75,33 @@ LIBRARY = (
 )
 
 
+def burst_outages(seed: int, ratio: float = 0.2, minutes: int = 5) -> list[tuple[str, datetime, datetime]]:
+    """(service, start, end) of the final week's outages that provider bursts made by chance:
+    bursts that overlap or follow each other keep a provider failing ``ratio`` or more for
+    ``minutes`` or longer, an outage by the issue's own measure (it must page within 5 minutes),
+    on every service of that provider. The same in both twins: bursts are drawn from the seed."""
+    bursts = pt.Traffic("", seed, 1.0).bursts
+    first = int((FINAL - pt.START).total_seconds() // 60)
+    out = []
+    for provider, floor in bursts.items():
+        failing = np.append(floor[first:] >= ratio, False)
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], failing.astype(int)))))
+        for start, end in zip(edges[::2], edges[1::2], strict=True):
+            if end - start >= minutes:
+                at = FINAL + timedelta(minutes=int(start))
+                out += [(service, at, at + timedelta(minutes=int(end - start)))
+                        for service, spec in pt.SERVICES.items() if spec[0] == provider]
+    return out
+
+
+def on_burst_outage(event: dict[str, Any], outages: list[tuple[str, datetime, datetime]]) -> bool:
+    """Whether an error page is for one of ``outages``: of its service, from its start to two
+    hours after its end (as an incident's)."""
+    return event["name"] in ERROR_ALERTS and any(
+        event["labels"].get("service") == service and start <= event["at"] <= end + ATTRIBUTION
+        for service, start, end in outages)
+
+
 def modifiers(library: tuple[Incident, ...] = LIBRARY) -> pt.Modifiers:
     """What the incidents do to the incident project's traffic."""
     n = pt.total_minutes()
