@@ -22,15 +22,14 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from outage_windows import T0, USUAL, _window
+from outage_windows import T0, USUAL, hour_before, simulate
 
 from infersight.collector.alerts import EvaluatorConfig
-from infersight.collector.alerts._error_rate import BUCKETS, ServiceMemory, ServiceWindow
+from infersight.collector.alerts._error_rate import ServiceMemory
 from infersight.collector.alerts._model import BREACH, CLEAR, Verdict
 
 ONSET = 120  # minutes of usual traffic before the creep
 AFTER = 60  # minutes replayed after its end
-PER_MINUTE = 60 // 10
 
 
 class _OutagesOnly(ServiceMemory):
@@ -49,16 +48,14 @@ def episode(rng: np.random.Generator, per_minute: float, minutes: int,
     """Pages, minutes from the onset to the first, and minutes from the end to the last resolve
     (``None``: not paged, or still firing an hour after the end)."""
     end = ONSET + minutes
-    calls, errors, failed = _window(rng, per_minute, lambda m: 4 * USUAL if ONSET <= m < end else USUAL,
-                                    end + AFTER)
-    clear_for = int(EvaluatorConfig().clear_for.total_seconds() // 60)
+    calls, errors, failed = simulate(rng, per_minute, lambda m: 4 * USUAL if ONSET <= m < end else USUAL,
+                                     end + AFTER)
+    config = EvaluatorConfig()
+    clear_for = int(config.clear_for.total_seconds() // 60)
     firing, clear_run, pages, first, resolved = False, 0, 0, None, None
-    rule = EvaluatorConfig().error_rule
     for m in range(60, end + AFTER + 1):
-        hi = m * PER_MINUTE
-        w = ServiceWindow(calls[hi - BUCKETS:hi], errors[hi - BUCKETS:hi], errors[hi - BUCKETS:hi],
-                          failed[hi - BUCKETS:hi])
-        verdict = memory.verdict(rule, "p", "svc", w, USUAL, T0 + timedelta(minutes=m))
+        verdict = memory.verdict(config.error_rule, "p", "svc", hour_before(m, calls, errors, failed), USUAL,
+                                 T0 + timedelta(minutes=m))
         state = verdict.state if verdict is not None else None
         clear_run = clear_run + 1 if state == CLEAR else 0
         if state == BREACH and not firing:

@@ -35,12 +35,11 @@ from infersight.collector.alerts._model import BREACH
 
 USUAL = 0.004
 T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)
-HOUR = BUCKETS
 ONSET = 70  # minute of the onset: the hour before it is normal traffic
 SPAN = 15  # minutes judged after the onset
 
 
-def _window(rng: np.random.Generator, per_minute: float, failing: Callable[[float], float],
+def simulate(rng: np.random.Generator, per_minute: float, failing: Callable[[float], float],
             minutes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Calls, errors and failed requests per bucket over ``minutes``; ``failing(m)`` is the chance
     an attempt at minute ``m`` (fractional) fails."""
@@ -66,14 +65,17 @@ def _window(rng: np.random.Generator, per_minute: float, failing: Callable[[floa
     return calls, errors, failed
 
 
+def hour_before(minute: int, calls: np.ndarray, errors: np.ndarray, failed: np.ndarray) -> ServiceWindow:
+    """The window the evaluator reads at the end of ``minute``: the hour of buckets before it."""
+    end = minute * 60 // BUCKET_S
+    return ServiceWindow(calls[end - BUCKETS:end], errors[end - BUCKETS:end], errors[end - BUCKETS:end],
+                         failed[end - BUCKETS:end])
+
+
 def first_page(rule: ErrorRateRule, calls: np.ndarray, errors: np.ndarray, failed: np.ndarray) -> int | None:
     """Minutes after the onset of the first breach in the ``SPAN`` minutes after it (``None``: none)."""
-    per_minute = 60 // BUCKET_S
     for m in range(ONSET + 1, ONSET + SPAN + 1):
-        end = m * per_minute
-        w = ServiceWindow(calls[end - HOUR:end], errors[end - HOUR:end], errors[end - HOUR:end],
-                          failed[end - HOUR:end])
-        verdict = rule.evaluate("p", "svc", w, USUAL, T0 + timedelta(minutes=m))
+        verdict = rule.evaluate("p", "svc", hour_before(m, calls, errors, failed), USUAL, T0 + timedelta(minutes=m))
         if verdict is not None and verdict.state == BREACH:
             return m - ONSET
     return None
@@ -125,7 +127,7 @@ def run(rules: dict[str, ErrorRateRule], draws: int, seed: int) -> list[str]:
             pages: dict[str, list[int | None]] = {name: [] for name in rules}
             rng = np.random.default_rng([seed, rate, len(case)])
             for _ in range(draws):
-                calls, errors, failed = _window(rng, rate, make(rng), ONSET + SPAN)
+                calls, errors, failed = simulate(rng, rate, make(rng), ONSET + SPAN)
                 for name, rule in rules.items():
                     pages[name].append(first_page(rule, calls, errors, failed))
             for name in rules:

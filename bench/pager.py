@@ -80,23 +80,24 @@ def events(store: Store) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+VOID_USD = CostRule().min_excess_usd  # an incident that added less is void (see void_incidents)
+
+
 def void_incidents(store: Store, seeds: list[int]) -> set[tuple[int, str]]:
     """(seed, incident) pairs of tenant cost incidents that did not happen: a tenant's costs
     tripled in an hour of its night add under the cost rule's ``min_excess_usd`` (a small tenant
     far from UTC may spend nothing then), which no rule should page on."""
     out = set()
-    floor = CostRule().min_excess_usd
     for inc in (i for i in pi.LIBRARY if i.name.startswith("tenant cost") and i.end is not None):
-        for seed in seeds:
-            rows = store.query(
-                "SELECT project, sum(ifNull(cost_usd, 0)) AS usd FROM llm_spans"
-                " WHERE project IN ({i:String}, {n:String}) AND tenant = {tenant:String}"
-                " AND ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} GROUP BY project",
-                {"i": f"i{seed}", "n": f"n{seed}", "tenant": inc.target,
-                 "start": f"{inc.onset:%Y-%m-%d %H:%M:%S}", "end": f"{inc.end:%Y-%m-%d %H:%M:%S}"})
-            spent = {r["project"]: float(r["usd"]) for r in rows}
-            if spent.get(f"i{seed}", 0.0) - spent.get(f"n{seed}", 0.0) < floor:
-                out.add((seed, inc.name))
+        rows = store.query(
+            "SELECT project, sum(ifNull(cost_usd, 0)) AS usd FROM llm_spans"
+            " WHERE has({projects:Array(String)}, project) AND tenant = {tenant:String}"
+            " AND ts >= {start:DateTime64(3)} AND ts < {end:DateTime64(3)} GROUP BY project",
+            {"projects": [f"{twin}{seed}" for seed in seeds for twin in "in"], "tenant": inc.target,
+             "start": f"{inc.onset:%Y-%m-%d %H:%M:%S}", "end": f"{inc.end:%Y-%m-%d %H:%M:%S}"})
+        spent = {r["project"]: float(r["usd"]) for r in rows}
+        out |= {(seed, inc.name) for seed in seeds
+                if spent.get(f"i{seed}", 0.0) - spent.get(f"n{seed}", 0.0) < VOID_USD}
     return out
 
 
@@ -119,13 +120,11 @@ def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_en
     void_paged: dict[str, int] = {}
     for seed in seeds:
         outages = pi.burst_outages(seed)
-        normal = [e for e in by_project.get(f"n{seed}", []) if e["event"] == "firing"]
-        normal_outages = [e for e in normal if pi.on_burst_outage(e, outages)]
-        normal = [e for e in normal if not pi.on_burst_outage(e, outages)]
+        normal_outages, normal = _apart([e for e in by_project.get(f"n{seed}", []) if e["event"] == "firing"],
+                                        outages)
         what = ", ".join(sorted({f"{e['name']} {_target(e['labels'])}" for e in normal})) or ""
         results, unexplained = pi.score(by_project.get(f"i{seed}", []), run_end)
-        incident_outages = [e for e in unexplained if pi.on_burst_outage(e, outages)]
-        unexplained = [e for e in unexplained if not pi.on_burst_outage(e, outages)]
+        incident_outages, unexplained = _apart(unexplained, outages)
         burst = (", ".join(f"{s} {a:%a %H:%M} {(b - a).seconds // 60} min" for s, a, b in outages)
                  + f" ({len(normal_outages)} / {len(incident_outages)})") if outages else ""
         for r in results:
@@ -141,7 +140,7 @@ def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_en
         name, results = inc.name, outcomes[inc.name]
         if skipped := sum((seed, name) in void for seed in seeds):
             name += (f" ({skipped} of {len(seeds)} seeds void: the incident added under"
-                     f" ${CostRule().min_excess_usd}; {void_paged.get(inc.name, 0)} of them paged)")
+                     f" ${VOID_USD}; {void_paged.get(inc.name, 0)} of them paged)")
         paged = sum(1 for r in results if r.pages)
         if inc.real:
             resolve = _fmt([r.resolve_min for r in results])
@@ -159,6 +158,13 @@ def tables(seeds: list[int], by_project: dict[str, list[dict[str, Any]]], run_en
                 f"p99 {sorted(took)[int(len(took) * 0.99)] * 1000:.0f} ms, max {max(took) * 1000:.0f} ms "
                 f"({len(took):,} evaluations over {2 * len(seeds)} projects)."]
     return "\n".join(out)
+
+
+def _apart(pages: list[dict[str, Any]], outages: list[tuple[str, datetime, datetime]]
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``pages`` on the seed's burst outages (see ``pager_incidents.burst_outages``), and the rest."""
+    on = [pi.on_burst_outage(e, outages) for e in pages]
+    return [e for e, o in zip(pages, on, strict=True) if o], [e for e, o in zip(pages, on, strict=True) if not o]
 
 
 def _target(labels: dict[str, str]) -> str:
