@@ -34,12 +34,24 @@ class _Job:
     setup: Callable[[], object] | None
 
 
+class Clock:
+    """Time as the scheduler reads and waits on it; tests give one whose waits take no time."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        """Wait up to ``seconds`` or until ``stop`` is set; return whether it is set."""
+        return stop.wait(seconds)
+
+
 class Scheduler:
     """Runs named jobs periodically until :meth:`stop`. Thread-safe to :meth:`add` before
     :meth:`start`; :meth:`stop` blocks until every job's current run has ended (or the timeout)."""
 
-    def __init__(self, counters: Counters) -> None:
+    def __init__(self, counters: Counters, *, clock: Clock | None = None) -> None:
         self.counters = counters
+        self.clock = clock or Clock()
         self._jobs: list[_Job] = []
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -81,16 +93,17 @@ class Scheduler:
             thread.join(max(deadline - time.monotonic(), 0.0))
 
     def _loop(self, job: _Job) -> None:
-        started, wait_s = time.monotonic(), job.first_after_s
+        clock = self.clock
+        started, wait_s = clock.now(), job.first_after_s
         if job.setup is not None:
-            if self._stop.wait(job.first_after_s / 2):
+            if clock.wait(self._stop, job.first_after_s / 2):
                 return
             self._run(job, job.setup)
-            wait_s = max(job.first_after_s - (time.monotonic() - started), 0.0)
-        while not self._stop.wait(wait_s):
-            started = time.monotonic()
+            wait_s = max(job.first_after_s - (clock.now() - started), 0.0)
+        while not clock.wait(self._stop, wait_s):
+            started = clock.now()
             self._run(job, job.run)
-            wait_s = max(job.every_s - (time.monotonic() - started), 0.0)
+            wait_s = max(job.every_s - (clock.now() - started), 0.0)
 
     def _run(self, job: _Job, step: Callable[[], object]) -> None:
         try:

@@ -24,11 +24,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(check: Callable[[], object], timeout_s: float = 15.0, interval_s: float = 0.05) -> object:
+def wait_for(check: Callable[[], object], timeout_s: float = 60.0, interval_s: float = 0.05) -> object:
     """Poll ``check`` until it returns something truthy; its last value is returned.
 
     The collector acknowledges spans once they are in its spool and stores them moments later,
-    so a test reads its own writes by waiting for them.
+    so a test reads its own writes by waiting for them. The deadline only ends a test that would
+    fail anyway: a passing test waits as long as its machine needs, so it is generous (a loaded
+    machine took over 15 s to store 900 spans after a restart).
     """
     deadline = time.monotonic() + timeout_s
     while True:

@@ -112,7 +112,7 @@ def test_the_installed_command_serves_a_span_sent_by_the_installed_sdk(installed
         def calls() -> int:
             return httpx.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
 
-        assert wait_for(lambda: calls() == 1, timeout_s=30)
+        assert wait_for(lambda: calls() == 1, timeout_s=60)
     finally:
         server.terminate()
         server.wait(30)

@@ -42,7 +42,7 @@ def test_error_spike_pages_through_the_running_collector(tmp_path):
         sdk.force_flush(10_000)
         sdk.shutdown()
 
-        page = wait_for(lambda: receiver.bodies("/hook"), timeout_s=30)
+        page = wait_for(lambda: receiver.bodies("/hook"), timeout_s=60)
         assert page, "no page arrived"
         alert = page[0]["alerts"][0]
         assert alert["labels"]["alertname"] == "ErrorRateSpike"
@@ -68,7 +68,7 @@ def test_watch_queue_gauges_reach_queue_depth(collector):
     sdk.init(service_name="worker", tracer_provider=TracerProvider(), export=False, meter_provider=meters)
     watch = sdk.watch_queue("ingest-jobs", jobs.qsize, lambda: 42.0)
     try:
-        rows = wait_for(lambda: httpx.get(f"{collector.url}/api/v1/queues").json()["queues"], timeout_s=15)
+        rows = wait_for(lambda: httpx.get(f"{collector.url}/api/v1/queues").json()["queues"], timeout_s=60)
     finally:
         watch.stop()
         meters.shutdown()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from infersight.collector._counters import Counters
-from infersight.collector._jobs import Scheduler
+from infersight.collector._jobs import Clock, Scheduler
 from infersight.collector.spool import SpoolDepth
 from infersight.collector.web._metrics import render
 from tests.conftest import wait_for
@@ -30,7 +29,7 @@ def test_a_failing_job_is_counted_runs_again_and_does_not_hold_back_the_others()
     jobs.add("alerts", 0.02, steady)
     jobs.start()
     try:
-        assert wait_for(lambda: runs["flaky"] >= 3 and runs["steady"] >= 3, timeout_s=5)
+        assert wait_for(lambda: runs["flaky"] >= 3 and runs["steady"] >= 3, timeout_s=60)
     finally:
         jobs.stop()
     assert counters.get("job_failed:judge") == runs["flaky"] and counters.get("job_failed:alerts") == 0
@@ -43,15 +42,14 @@ def test_stop_interrupts_a_long_run_and_returns():
 
     def long_run() -> None:
         started.set()
-        interrupted.wait(30)
+        interrupted.wait(600)
 
     jobs = Scheduler(Counters())
     jobs.add("judge", 60, long_run, first_after_s=0.0, interrupt=interrupted.set)
     jobs.start()
-    assert started.wait(5)
-    begun = time.monotonic()
-    jobs.stop(timeout_s=10)
-    assert time.monotonic() - begun < 2
+    assert started.wait(60)
+    jobs.stop(timeout_s=120)  # without the interrupt the run would outlast this
+    assert interrupted.is_set() and not any(thread.is_alive() for thread in jobs._threads)
 
 
 def test_intervals_must_be_positive():
@@ -59,30 +57,43 @@ def test_intervals_must_be_positive():
         Scheduler(Counters()).add("x", 0, lambda: None)
 
 
+class FakeClock(Clock):
+    """Waits take no real time: they move the clock on, and the loop stops after ``turns`` waits."""
+
+    def __init__(self, turns: int) -> None:
+        self.t = 0.0
+        self.turns = turns
+
+    def now(self) -> float:
+        return self.t
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        self.t += seconds
+        self.turns -= 1
+        return self.turns < 0 or stop.is_set()
+
+
 def test_setup_runs_within_the_wait_for_the_first_run_and_a_failed_one_does_not_stop_the_runs():
-    at: dict[str, float] = {}
+    clock = FakeClock(turns=3)
+    at: dict[str, list[float]] = {"setup": [], "run": []}
     threads: set[str] = set()
     counters = Counters()
 
     def setup() -> None:
-        at["setup"] = time.monotonic() - begun
+        at["setup"].append(clock.t)
         threads.add(threading.current_thread().name)
-        time.sleep(0.2)
+        clock.t += 0.2  # setup takes 0.2 s
         raise RuntimeError("the store is not up yet")
 
     def run() -> None:
-        at.setdefault("run", time.monotonic() - begun)
+        at["run"].append(clock.t)
         threads.add(threading.current_thread().name)
 
-    jobs = Scheduler(counters)
+    jobs = Scheduler(counters, clock=clock)
     jobs.add("alerts", 0.6, run, setup=setup)
-    begun = time.monotonic()
     jobs.start()
-    try:
-        assert wait_for(lambda: "run" in at, timeout_s=5)
-    finally:
-        jobs.stop()
+    jobs.stop(timeout_s=60)
     # setup halfway to the first run, which is due 0.6 s after the start, setup's 0.2 s included
-    # (not 0.6 s after setup ended: 1.1 s)
-    assert 0.3 <= at["setup"] < 0.45 and 0.6 <= at["run"] < 0.9
+    # (not 0.6 s after setup ended: 1.1 s); the next run 0.6 s after that
+    assert at == {"setup": [0.3], "run": [pytest.approx(0.6), pytest.approx(1.2)]}
     assert threads == {"infersight-job-alerts"} and counters.get("job_failed:alerts") == 1

@@ -47,7 +47,7 @@ def test_a_huge_chunked_body_is_answered_413_long_before_it_has_been_sent(tmp_pa
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--max-body-mib", "1")).start()
     sent = 0
     try:
-        with socket.create_connection(("127.0.0.1", process.port), timeout=10) as conn:
+        with socket.create_connection(("127.0.0.1", process.port), timeout=60) as conn:
             conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                          b"Transfer-Encoding: chunked\r\n\r\n")
             chunk = b"%x\r\n%s\r\n" % (65536, b" " * 65536)
@@ -131,7 +131,7 @@ def test_a_body_that_stops_arriving_is_answered_408(tmp_path):
     # Half a request must not hold a connection (and its buffered bytes) forever.
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--body-timeout", "1")).start()
     try:
-        with socket.create_connection(("127.0.0.1", process.port), timeout=10) as conn:
+        with socket.create_connection(("127.0.0.1", process.port), timeout=60) as conn:
             conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                          b"Content-Length: 1000\r\n\r\n{\"resourceSpans\": [")
             begun = time.monotonic()
@@ -143,4 +143,5 @@ def test_a_body_that_stops_arriving_is_answered_408(tmp_path):
         process.stop()
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b"did not arrive within 1 s" in answer
-    assert 0.9 < waited < 5
+    # not before the timeout; the upper bound only says "not forever" (a loaded machine answers late)
+    assert 0.9 < waited < 30

@@ -38,7 +38,7 @@ def test_the_loop_judges_each_project_with_its_own_budget(judge_store, project, 
     jobs.start()
     try:
         since = time.time_ns() - 3600 * 10**9
-        assert wait_for(lambda: len(recent_scores(judge_store, other, since)) == 3, timeout_s=10)
+        assert wait_for(lambda: len(recent_scores(judge_store, other, since)) == 3, timeout_s=60)
     finally:
         jobs.stop()
     assert len(recent_scores(judge_store, project, since)) == 3
