@@ -1,18 +1,21 @@
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 
 from infersight.collector import ChdbStore, StoreError
-from infersight.collector._server import CollectorProcess
 from infersight.collector.web import ProjectKeys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,25 +56,63 @@ def wait_for_spans(url: str, count: int, headers: dict[str, str] | None = None, 
     return last
 
 
+class LiveCollector:
+    """The collector app served by uvicorn on a real socket, in a thread of this process, on the
+    session's embedded store: what a client sees over HTTP, without a process and a store of its
+    own to start (~2 s each). Where the process is the point (signals, kill -9, restarts, the
+    decode workers, the data directory's lock) tests start a :class:`CollectorProcess` instead.
+
+    In dev mode (no keys) every request belongs to ``settings.project``: each instance gets a
+    project of its own, so tests sharing the store keep apart.
+    """
+
+    _made = 0
+
+    def __init__(self, data_dir: Path, store: FlakyChdbStore, **settings: Any) -> None:
+        from infersight.collector import Settings, create_app
+
+        LiveCollector._made += 1
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.settings = Settings(**{
+            "data_dir": data_dir, "port": self.port, "auth": False, "alerts": False, "decode_workers": 0,
+            "project": f"live{LiveCollector._made}-{os.getpid()}", **settings,
+        })
+        self.project = self.settings.project
+        config = uvicorn.Config(create_app(self.settings, store=store), host="127.0.0.1", port=self.port,
+                                log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="live-collector", daemon=True)
+
+    def start(self) -> LiveCollector:
+        self._thread.start()
+        assert wait_for(lambda: self._server.started or not self._thread.is_alive()), "the app did not start"
+        assert self._server.started, "the app failed to start"
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(60)
+
+
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[CollectorProcess]:
-    """A real collector process on a free port with a fresh embedded store, in dev mode (no keys),
-    decoding in its server process: a decode worker adds ~0.5 s to each stop, and these tests are
-    about the HTTP contract. The workers are tested where they are the point (``auth_collector``,
-    test_decode_lanes, test_crash, test_restart, test_detections)."""
-    args = ("--no-auth", "--decode-workers", "0")
-    process = CollectorProcess(tmp_path / "data", free_port(), extra_args=args).start()
-    yield process
-    process.stop()
+def collector(tmp_path: Path, store: FlakyChdbStore) -> Iterator[LiveCollector]:
+    """The collector in dev mode (no keys), decoding in its server thread, on a real socket."""
+    live = LiveCollector(tmp_path / "data", store).start()
+    yield live
+    live.stop()
 
 
 @dataclass
 class AuthCollector:
-    """A collector that requires keys, with one key for each of the projects ``alpha`` and ``beta``."""
+    """A collector that requires keys, with one key for each of two projects, ``alpha`` and
+    ``beta`` (``projects`` gives their names in the shared store, unique to the test)."""
 
-    process: CollectorProcess
+    process: LiveCollector
     data_dir: Path
     keys: dict[str, str]
+    projects: dict[str, str]
 
     @property
     def url(self) -> str:
@@ -82,14 +123,15 @@ class AuthCollector:
 
 
 @pytest.fixture
-def auth_collector(tmp_path: Path) -> Iterator[AuthCollector]:
+def auth_collector(tmp_path: Path, store: FlakyChdbStore) -> Iterator[AuthCollector]:
     data_dir = tmp_path / "data"
-    store = ProjectKeys(data_dir)  # the CLI's code path, without a subprocess per key
-    keys = {project: store.create(project)[0] for project in ("alpha", "beta")}
-    store.close()
-    process = CollectorProcess(data_dir, free_port()).start()
-    yield AuthCollector(process, data_dir, keys)
-    process.stop()
+    key_file = ProjectKeys(data_dir)  # the CLI's code path, without a subprocess per key
+    projects = {name: f"{name}-{tmp_path.name}"[:64] for name in ("alpha", "beta")}
+    keys = {name: key_file.create(project)[0] for name, project in projects.items()}
+    key_file.close()
+    live = LiveCollector(data_dir, store, auth=True).start()
+    yield AuthCollector(live, data_dir, keys, projects)
+    live.stop()
 
 
 # chDB opens one data path per process: every in-process test shares this one store and keeps

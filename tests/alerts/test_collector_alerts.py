@@ -97,5 +97,5 @@ def test_digest_is_served_as_json_and_as_a_page(collector):
     body = httpx.get(f"{collector.url}/api/v1/digest", params={"date": "2026-11-20"}).json()
     assert body["day"] == "2026-11-20" and body["totals"]["spans"] == 0
     page = httpx.get(f"{collector.url}/digest", params={"date": "2026-11-20"})
-    assert page.status_code == 200 and "Daily digest: default, 2026-11-20" in page.text
+    assert page.status_code == 200 and f"Daily digest: {collector.project}, 2026-11-20" in page.text
     assert httpx.get(f"{collector.url}/api/v1/digest", params={"date": "yesterday"}).status_code == 400

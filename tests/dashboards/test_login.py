@@ -45,7 +45,7 @@ def test_login_shows_only_the_keys_project(auth_collector):
         assert auth_collector.keys[project] not in cookie
         page = httpx.get(f"{url}/", cookies=response.cookies)
         assert page.status_code == 200
-        assert f'id="project">project {project}<' in page.text
+        assert f'id="project">project {auth_collector.projects[project]}<' in page.text
         assert f'id="llm-calls">{spans}<' in page.text
 
 
