@@ -63,6 +63,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                 default_workers() if settings.decode_workers is None else settings.decode_workers,
                 limit_bytes=settings.max_body_bytes,
                 window=settings.ingest_window,
+                detect_deadline_s=settings.detect_deadline_s,
             )
             stack.callback(app.state.decoder.close)
             app.state.writer = SpoolWriter(
@@ -84,7 +85,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                 jobs.add("judge", settings.judge.every_s, judge_loop.run_once, first_after_s=0.0,
                          interrupt=judge_loop.interrupt)
             jobs.start()
-            stack.callback(jobs.stop)
+            stack.callback(jobs.stop, 5.0)  # within the server's stop bound
             yield
 
     # FastAPI traces itself once a global OTel provider exists. In a process that also runs the

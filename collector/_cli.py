@@ -44,6 +44,9 @@ _DATA_DIR = click.option(
               help="Spans that start further ahead of this machine's clock are rejected.")
 @click.option("--body-timeout", default=30.0, show_default=True, type=float,
               help="Seconds a request body may take to arrive (408 after it).")
+@click.option("--detect-deadline", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds the inline detectors may spend on one span; past it their worker is replaced and "
+                   "the span is stored unanalysed (counted on /metrics).")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
 @click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
@@ -66,7 +69,7 @@ _DATA_DIR = click.option(
 @background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
               decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, body_timeout: float,
-              no_auth: bool,
+              detect_deadline: float, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, cost_ratio: float,
               cost_min_excess_share: float, cost_min_excess_usd: float, alertmanager_url: str | None,
               alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
@@ -79,8 +82,8 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
             auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
             ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead), body_timeout_s=body_timeout,
-            alerts=not no_alerts, slo=slo, cost_ratio=cost_ratio, cost_min_excess_share=cost_min_excess_share,
-            cost_min_excess_usd=cost_min_excess_usd,
+            detect_deadline_s=detect_deadline, alerts=not no_alerts, slo=slo, cost_ratio=cost_ratio,
+            cost_min_excess_share=cost_min_excess_share, cost_min_excess_usd=cost_min_excess_usd,
             evaluation_interval_s=evaluation_interval,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -23,8 +25,33 @@ def open_store(settings: Settings) -> Store:
     return ChdbStore(settings.data_dir)
 
 
+STOP_BOUND_S = 30
+"""SIGTERM (or SIGINT) stops the collector within this many seconds, whatever it is doing.
+
+A clean stop takes what its parts are allowed: requests under way :data:`GRACEFUL_S`, the
+background jobs 5 s, the spool writer 5 s of draining and 10 s for an insert under way, the
+workers a few seconds (a stuck detector is killed at once). It normally ends within seconds.
+If a part hangs past its allowance anyway (a store that accepts connections and never answers),
+SIGALRM ends the process at the bound: the spool is durable and the store takes a kill as it
+takes kill -9, so nothing acknowledged is lost.
+"""
+
+GRACEFUL_S = 3
+
+
+class _BoundedServer(uvicorn.Server):
+    """uvicorn's server, with the kernel's alarm armed at the first stop signal."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if not self.should_exit:
+            # The default action of SIGALRM ends the process even if no Python code runs again.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(STOP_BOUND_S)
+        super().handle_exit(sig, frame)
+
+
 def serve(settings: Settings) -> None:
-    """Serve until SIGINT or SIGTERM, then close the store cleanly. Blocks.
+    """Serve until SIGINT or SIGTERM, then close the store cleanly, within :data:`STOP_BOUND_S`. Blocks.
 
     The store opens before uvicorn starts: a locked data directory fails before the port is
     bound, and uvicorn's signal handlers are installed after chDB has set up its own.
@@ -33,7 +60,12 @@ def serve(settings: Settings) -> None:
     # ``finally`` here, is what closes the store.
     store = open_store(settings)
     app = create_app(settings, store=store)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                            timeout_graceful_shutdown=GRACEFUL_S)
+    server = _BoundedServer(config)
+    server.run()
+    if not server.started:
+        sys.exit(3)  # what uvicorn.run does when startup failed
 
 
 class CollectorProcess:

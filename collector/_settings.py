@@ -13,6 +13,12 @@ if TYPE_CHECKING:
 
 DAY_NS = 86_400 * 10**9
 
+DETECT_DEADLINE_S = 10.0
+"""The default ``detect_deadline_s``: 30 times the slowest honest span measured (~0.35 s for a
+1 Mi-character hostile output). The detectors' worker runs at nice 10, which busy nice-0
+processes leave about a tenth of a core, and honest work must not be killed; a poison span
+costs the spool writer this long plus a worker restart (~1 s)."""
+
 
 @dataclass(frozen=True, slots=True)
 class IngestWindow:
@@ -78,6 +84,10 @@ class Settings:
         ingest_window: how far from now a span may start and still be stored.
         body_timeout_s: a request body must arrive within this many seconds (408 after it), so a
             client that sends half a request cannot hold a connection and its memory forever.
+        detect_deadline_s: the inline detectors may spend this long on one span (see
+            :data:`DETECT_DEADLINE_S` for the default's reason); past it their worker is killed
+            and replaced, and the span is stored unanalysed (counted). Needs decode workers:
+            with ``decode_workers=0`` the detectors run in the server process, unbounded.
     """
 
     data_dir: Path = Path(".infersight")
@@ -104,6 +114,7 @@ class Settings:
     judge: JudgeSettings | None = None
     ingest_window: IngestWindow = field(default_factory=IngestWindow)
     body_timeout_s: float = 30.0
+    detect_deadline_s: float = DETECT_DEADLINE_S
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -131,6 +142,8 @@ class Settings:
             raise ValueError(f"The 'decode_workers' setting must be 0 or more; got {self.decode_workers}.")
         if not self.body_timeout_s > 0:
             raise ValueError(f"The 'body_timeout_s' setting must be positive; got {self.body_timeout_s}.")
+        if not self.detect_deadline_s > 0:
+            raise ValueError(f"The 'detect_deadline_s' setting must be positive; got {self.detect_deadline_s}.")
         if self.spool_max_bytes <= 0:
             raise ValueError(
                 f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."

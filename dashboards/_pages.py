@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
-from infersight.collector.web import AuthenticatorDep, PageProjectDep, StoreDep
+from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep
 
 from . import _api, _login
 from ._charts import waterfall
@@ -57,16 +57,18 @@ def _context(page: str, project: str, auth: Any, view: View, error: str | None, 
 
 @router.get("/", response_class=HTMLResponse)
 async def overview(
-    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, range: str = "1h"
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
+    not_analysed: PageNotAnalysedDep, range: str = "1h",
 ) -> HTMLResponse:
-    """Spans, error rate, cost per tenant and latency percentiles of the session's project."""
+    """Spans, error rate, cost per tenant and latency percentiles of the session's project, and
+    the outputs the inline detectors did not analyse since the collector started."""
     if range not in OVERVIEW_RANGES:
         range = "1h"
     data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
     max_cost = max((t["cost_usd"] for t in data["tenants"]), default=0.0) or 1.0
     return html(
         "overview.html", page="overview", data=data, range=range, ranges=OVERVIEW_RANGES, max_cost=max_cost,
-        project=project, logout=auth is not None,
+        project=project, logout=auth is not None, not_analysed=not_analysed,
     )
 
 

@@ -51,6 +51,7 @@ from ._json import JsonDetector
 from ._messages import ChatMessage, MessagePart, messages_text, parse_messages
 from ._refusal import RefusalDetector
 from ._repetition import RepetitionDetector
+from ._schema import SchemaCheck, schema_check
 from ._truncation import TruncationDetector
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ __all__ = [
     "NumericDriftDetector",
     "RefusalDetector",
     "RepetitionDetector",
+    "SchemaCheck",
     "SpanFinding",
     "SpanText",
     "TermShift",
@@ -112,4 +114,5 @@ __all__ = [
     "parse_messages",
     "prompt_hash",
     "run_inline",
+    "schema_check",
 ]

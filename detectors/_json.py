@@ -3,8 +3,10 @@
 One class per span, checked in this order:
 
 * ``ok`` (no detection): strict JSON that satisfies the schema, if one was given.
-* ``json.schema_invalid``: strict JSON that fails the schema (needs the ``jsonschema`` package,
-  part of the collector extra; without it the schema is not checked).
+* ``json.schema_invalid``: strict JSON that fails the schema (needs the ``jsonschema`` and
+  ``google-re2`` packages, part of the collector extra; without them the schema is not checked).
+  Schema patterns run on RE2, in linear time; a schema with a pattern RE2 cannot run is not
+  checked (see ``_schema.py``).
 * ``json.wrapped``: valid JSON inside a markdown fence or surrounded by prose (the schema is
   not checked then: the wrapping is the failure to fix first).
 * ``json.truncated``: the provider stopped at the token limit, or the text is an unterminated
@@ -28,7 +30,6 @@ recurse is parsed in slices (``_parse_deep``).
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import string
@@ -44,6 +45,7 @@ from ._base import (
     finish_reason_of,
     output_text_of,
 )
+from ._schema import schema_check
 
 # The info string is written so that no two repeats can match the same blank: with
 # ``[ \t]*[\w+-]*[ \t]*`` the engine retried every split of a long run of blanks (quadratic).
@@ -524,14 +526,11 @@ def _excerpt(body: str, lo: int, hi: int) -> str:
 
 
 def _schema_problem(value: Any, schema: Any) -> str | None:
-    """Why ``value`` fails ``schema``, or None (also when the schema cannot be used)."""
+    """Why ``value`` fails ``schema``, or None (also when the schema cannot be used: see
+    :func:`~._schema.schema_check`, which the collector counts as not analysed)."""
     if not isinstance(schema, dict):
         return None
-    try:
-        key = json.dumps(schema, sort_keys=True)
-    except Exception:  # noqa: BLE001 - an unserialisable schema is simply not checked
-        return None
-    validator = _validator(key)
+    validator = schema_check(schema).validator
     if validator is None:
         return None
     try:
@@ -543,26 +542,6 @@ def _schema_problem(value: Any, schema: Any) -> str | None:
     if error is None:
         return None
     return f"{error.json_path}: {error.message}"
-
-
-@functools.lru_cache(maxsize=64)
-def _validator(schema_key: str) -> Any:
-    """A validator for one schema, or None when jsonschema is absent or the schema is bad."""
-    try:
-        import referencing
-        from jsonschema import Draft202012Validator
-        from jsonschema.validators import validator_for
-    except ImportError:
-        return None
-    try:
-        schema = json.loads(schema_key)
-        cls = validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
-        # An explicit empty registry: jsonschema's default one fetches remote $refs over HTTP,
-        # and a detector must never block on the network.
-        return cls(schema, registry=referencing.Registry())
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def _head(text: str) -> str:

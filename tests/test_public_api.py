@@ -34,9 +34,10 @@ EXPECTED = {
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",
         "DriftReport", "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
-        "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SpanFinding", "SpanText",
+        "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SchemaCheck", "SpanFinding", "SpanText",
         "TermShift", "TextDriftDetector", "TextDriftReport", "TruncationDetector", "WindowedRun",
         "WindowedRunner", "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "run_inline",
+        "schema_check",
     ],
 }
 

@@ -8,7 +8,8 @@ the server only commits it. The acknowledgement waits for decode and spool, noth
 
 The inline detectors run after the ack, in one more worker at low CPU priority: the spool writer
 asks :meth:`Decoder.detect` for each batch's detections and inserts them with the batch's
-deduplication token, so they are stored exactly once even across crashes.
+deduplication token, so they are stored exactly once even across crashes. Each span has a
+deadline there: a worker past it is killed and replaced, and that span goes unanalysed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -27,12 +27,13 @@ from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 
-from .._settings import IngestWindow
+from .._settings import DETECT_DEADLINE_S, IngestWindow
 from ..errors import WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
 from . import _otlp
-from ._detect import detect_rows, output_rows
+from ._detect import NotAnalysed, detect_rows, output_lines
+from ._detect_worker import DetectWorker
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +174,6 @@ class _Lane:
             self._running += 1
             turn.set_result(None)
 
-    def call(self, fn: Callable[[bytes], tuple[bytes, int]], data: bytes) -> tuple[bytes, int]:
-        """``fn(data)`` in a worker, from a thread that may block (the spool writer's)."""
-        pool = self.pool
-        try:
-            return pool.submit(fn, data).result()
-        except BrokenProcessPool as exc:
-            raise self._lost(pool, exc) from exc
-
 
 class Decoder:
     """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
@@ -201,16 +194,18 @@ class Decoder:
         limit_bytes: int,
         window: IngestWindow | None = None,
         large_bytes: int = LARGE_BODY_BYTES,
+        detect_deadline_s: float = DETECT_DEADLINE_S,
     ) -> None:
         if workers < 0:
             raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
         self.workers = workers
         self.limit_bytes = limit_bytes
         self.large_bytes = large_bytes
+        self.detect_deadline_s = detect_deadline_s
         self.window = window or IngestWindow()
         self._usual = _Lane(workers) if workers else None
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
-        self._detect: _Lane | None = None  # started at the first output to look at
+        self._detect: DetectWorker | None = None  # started at the first output to look at
         self._detect_lock = threading.Lock()
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
@@ -223,22 +218,31 @@ class Decoder:
             self._large = _Lane(1)
         return await self._large.run(project, call)
 
-    def detect(self, rows: bytes) -> tuple[bytes, int]:
-        """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and how many
-        outputs were too large to analyse. Blocks (the spool writer calls it, after the ack);
-        raises :class:`WorkerLost` when the worker dies on them."""
-        rows = output_rows(rows)
-        if not rows:
-            return b"", 0
+    def detect(self, rows: bytes) -> tuple[bytes, NotAnalysed]:
+        """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and the
+        outputs not analysed, by (reason, project). Blocks (the spool writer calls it, after the
+        ack). With workers, in a worker process where each span has ``detect_deadline_s``
+        (:class:`~._detect_worker.DetectWorker`); raises :class:`WorkerLost` when closed
+        meanwhile. Without (``workers=0``, for tests and development), in this thread, with
+        no deadline."""
+        lines = output_lines(rows)
+        if not lines:
+            return b"", {}
         if self._usual is None:
             return detect_rows(rows)
         with self._detect_lock:
             if self._detect is None:
-                self._detect = _Lane(1, nice=DETECT_NICE)
-            lane = self._detect
-        return lane.call(detect_rows, rows)
+                self._detect = DetectWorker(
+                    self.detect_deadline_s, initializer=partial(_start_worker, os.getpid(), DETECT_NICE)
+                )
+            worker = self._detect
+        return worker.detect(lines)
 
     def close(self) -> None:
-        for lane in (self._usual, self._large, self._detect):
+        """Stop the workers: a detector run under way is abandoned, decodes under way finish."""
+        with self._detect_lock:
+            if self._detect is not None:
+                self._detect.close()
+        for lane in (self._usual, self._large):
             if lane is not None:
                 lane.pool.shutdown(wait=True, cancel_futures=True)

@@ -6,24 +6,29 @@ detections of each batch it stores (in a low-priority worker process) and insert
 batch's token, so they are stored exactly once and no detector ever delays an ack. Only rows
 that carry an output (``gen_ai.output.messages``) are looked at, and an output larger than
 :data:`MAX_OUTPUT_CHARS` is not looked at: every detector is linear, so that bounds one span's
-detector time (~0.35 s at the slowest rate measured on hostile text).
+detector time (~0.35 s at the slowest rate measured on hostile text). What is not analysed is
+counted by reason (``NOT_ANALYSED_REASONS`` in ``_counters``) and project.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
-from infersight.detectors import SpanText, messages_text, run_inline
+from infersight.detectors import SpanText, messages_text, run_inline, schema_check
 
+from .._counters import TOO_LARGE
 from ..store import encode_rows
 
 _OUTPUT = "gen_ai.output.messages"
 _OUTPUT_MARK = b'"gen_ai.output.messages"'  # as encode_rows writes the key: a cheap filter on bytes
 MAX_OUTPUT_CHARS = 1 << 20
+
+NotAnalysed = dict[tuple[str, str], int]
+"""Outputs not analysed, by (reason, project)."""
 
 
 def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
@@ -56,31 +61,41 @@ def span_text(attrs: dict[str, str]) -> SpanText:
 
 def detections_for(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``detections`` rows for the LLM spans among ``otel_traces`` ``rows`` (as :func:`~._otlp.to_rows` makes them)."""
-    out: list[dict[str, Any]] = []
-    for row in rows:
-        attrs = row.get("SpanAttributes") or {}
-        if _OUTPUT not in attrs or len(attrs[_OUTPUT]) > MAX_OUTPUT_CHARS:
-            continue
-        found = run_inline(span_text(attrs))
-        if not found:
-            continue
-        resource = row.get("ResourceAttributes") or {}
-        common = {
-            "project": resource.get("infersight.project", ""),
-            "ts": row["Timestamp"],
-            "trace_id": row["TraceId"],
-            "span_id": row["SpanId"],
-            "service": row.get("ServiceName", ""),
-            "tenant": attrs.get("infersight.tenant.id", ""),
-            "route": attrs.get("infersight.route", ""),
-            "model": attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", ""),
-        }
-        out.extend(
-            {**common, "detector": d.detector, "version": d.version, "label": d.label, "score": d.score,
-             "evidence": d.evidence}
-            for d in found
-        )
-    return out
+    return [found for row in rows for found in analyse(row)[0]]
+
+
+def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """The ``detections`` rows of one ``otel_traces`` row, and why it was not (wholly) analysed:
+    :data:`TOO_LARGE`, or the schema refusal of :func:`~infersight.detectors.schema_check`."""
+    attrs = row.get("SpanAttributes") or {}
+    if _OUTPUT not in attrs:
+        return [], None
+    if len(attrs[_OUTPUT]) > MAX_OUTPUT_CHARS:
+        return [], TOO_LARGE
+    span = span_text(attrs)
+    refused = None if span.json_schema is None else schema_check(span.json_schema).refusal
+    found = run_inline(span)
+    if not found:
+        return [], refused
+    common = {
+        "project": project_of(row),
+        "ts": row["Timestamp"],
+        "trace_id": row["TraceId"],
+        "span_id": row["SpanId"],
+        "service": row.get("ServiceName", ""),
+        "tenant": attrs.get("infersight.tenant.id", ""),
+        "route": attrs.get("infersight.route", ""),
+        "model": attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", ""),
+    }
+    return [
+        {**common, "detector": d.detector, "version": d.version, "label": d.label, "score": d.score,
+         "evidence": d.evidence}
+        for d in found
+    ], refused
+
+
+def project_of(row: Mapping[str, Any]) -> str:
+    return str((row.get("ResourceAttributes") or {}).get("infersight.project", ""))
 
 
 def output_rows(rows: bytes) -> bytes:
@@ -89,11 +104,38 @@ def output_rows(rows: bytes) -> bytes:
     return b"".join(line + b"\n" for line in rows.split(b"\n") if _OUTPUT_MARK in line)
 
 
-def detect_rows(rows: bytes) -> tuple[bytes, int]:
-    """``detections`` rows (JSONEachRow) for ``otel_traces`` rows (JSONEachRow), and how many
-    outputs were over :data:`MAX_OUTPUT_CHARS` and not analysed."""
-    parsed = [orjson.loads(line) for line in rows.split(b"\n") if line.strip()]
-    skipped = sum(
-        1 for row in parsed if len((row.get("SpanAttributes") or {}).get(_OUTPUT, "")) > MAX_OUTPUT_CHARS
-    )
-    return encode_rows(detections_for(parsed)), skipped
+def output_lines(rows: bytes) -> list[bytes]:
+    """:func:`output_rows` as a list of lines, without their newlines."""
+    return [line for line in rows.split(b"\n") if _OUTPUT_MARK in line]
+
+
+def detect_lines(lines: Iterable[bytes], found: list[bytes], not_analysed: NotAnalysed,
+                 progress: Callable[[int], None] | None = None) -> None:
+    """Analyse ``otel_traces`` JSONEachRow ``lines`` one by one: their ``detections`` rows are
+    appended to ``found`` and what was not analysed is counted in ``not_analysed``.
+    ``progress(i)`` is called before line ``i``: a watchdog sees which line a stuck run is on."""
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        if progress is not None:
+            progress(i)
+        row = orjson.loads(line)
+        rows, reason = analyse(row)
+        if rows:
+            found.append(encode_rows(rows))
+        if reason is not None:
+            count(not_analysed, reason, project_of(row))
+
+
+def count(not_analysed: NotAnalysed, reason: str, project: str, outputs: int = 1) -> None:
+    key = (reason, project)
+    not_analysed[key] = not_analysed.get(key, 0) + outputs
+
+
+def detect_rows(rows: bytes) -> tuple[bytes, NotAnalysed]:
+    """``detections`` rows (JSONEachRow) for ``otel_traces`` rows (JSONEachRow), and the outputs
+    not analysed, by (reason, project). In this process and thread, without a deadline."""
+    found: list[bytes] = []
+    not_analysed: NotAnalysed = {}
+    detect_lines(output_lines(rows), found, not_analysed)
+    return b"".join(found), not_analysed

@@ -5,15 +5,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
-from .._counters import Counters
+from .._counters import FAILED, Counters, not_analysed_key
 from ..errors import SpoolError, StoreError
 from ..store import Store, encode_rows
 from ._spool import Batch, Spool
 
 logger = logging.getLogger("infersight.collector")
+
+INSERT_GRACE_S = 10.0
+"""How long :meth:`SpoolWriter.stop` waits, past the drain, for an insert under way."""
+
+
+class _Stopped(Exception):
+    """The writer is stopping while it waits for a batch's detections."""
 
 
 class SpoolWriter:
@@ -31,12 +39,14 @@ class SpoolWriter:
             the rows themselves, the batch is halved until the refused request is found and set
             aside in ``dead_letters``: one request never holds back the others.
         counters: where ``spans_stored``, ``detections``, ``store_errors``,
-            ``spans_dead_lettered``, ``detections_dropped``, ``detections_failed`` and
-            ``outputs_not_analysed`` are counted.
-        detect: the inline detectors (``rows -> (detections rows, outputs too large to
-            analyse)``), run on each batch beside its insert; their rows are inserted after the
-            spans with the batch's token, so a retry after a crash computes and drops the same
-            ones. A detector that fails loses that batch's detections (counted), never its spans.
+            ``spans_dead_lettered`` and ``detections_dropped`` are counted, and the outputs not
+            analysed by reason and project (``not_analysed_key``).
+        detect: the inline detectors (``rows -> (detections rows, outputs not analysed by
+            (reason, project))``), run on each batch beside its insert; their rows are inserted
+            after the spans with the batch's token, so a retry after a crash computes and drops
+            the same ones. A detector that fails loses that batch's detections (counted as not
+            analysed, ``FAILED``), never its spans. ``detect`` bounds its own time (the
+            decoder's deadline per span); the writer waits for it until :meth:`stop`.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -52,7 +62,7 @@ class SpoolWriter:
         max_bytes: int = 16 << 20,
         min_interval_s: float = 0.2,
         retry_s: tuple[float, float] = (0.1, 5.0),
-        detect: Callable[[bytes], tuple[bytes, int]] | None = None,
+        detect: Callable[[bytes], tuple[bytes, Mapping[tuple[str, str], int]]] | None = None,
     ) -> None:
         self.spool = spool
         self.store = store
@@ -79,16 +89,23 @@ class SpoolWriter:
         self._wake.set()
 
     def stop(self, drain_s: float = 5.0) -> None:
-        """Stop after at most ``drain_s`` more seconds of draining. Blocks until stopped.
+        """Stop after at most ``drain_s`` more seconds of draining. Blocks for at most
+        ``drain_s`` + :data:`INSERT_GRACE_S` seconds.
 
-        What is left stays in the spool and is drained at the next start.
+        What is left stays in the spool and is drained at the next start. A batch whose
+        detections are still being computed is left too: its spans are in, and the next start
+        stores it again under the same token (the store drops the repeat) with its detections.
+        An insert that outlives the grace (a store that hangs) is abandoned to the daemon thread.
         """
         self._drain_until = time.monotonic() + drain_s
         self._stop.set()
         self._wake.set()
-        self._thread.join(drain_s + 30.0)  # an insert already under way is allowed to finish
+        self._thread.join(drain_s + INSERT_GRACE_S)
         if self._detecting is not None:
             self._detecting.shutdown(wait=False, cancel_futures=True)
+
+    def _stopping(self) -> bool:
+        return self._stop.is_set() and time.monotonic() >= self._drain_until
 
     def _store(self, batch: Batch) -> None:
         # Spans first, and once: after they are in, a retry is about the detections alone.
@@ -96,10 +113,20 @@ class SpoolWriter:
             detecting = self._detecting.submit(self._detections, batch) if self._detecting is not None else None
             self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
             self._landed = batch.dedup_token
-            self._found = detecting.result() if detecting is not None else self._detections(batch)
+            self._found = self._wait(detecting) if detecting is not None else self._detections(batch)
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
             self.store.insert("detections", self._found, dedup_token=batch.dedup_token + "de")
+
+    def _wait(self, detecting: Future[bytes]) -> bytes:
+        # Bounded by the detectors' own deadline, and by stop(): then the batch stays in the
+        # spool, its spans in the store.
+        while True:
+            try:
+                return detecting.result(timeout=0.2)
+            except FutureTimeout:
+                if self._stopping():
+                    raise _Stopped from None
 
     def _detections(self, batch: Batch) -> bytes:
         """The batch's detections (never raises: a failure is logged and counted)."""
@@ -107,13 +134,19 @@ class SpoolWriter:
         if batch.detections or self.detect is None:
             return batch.detections
         try:
-            found, too_large = self.detect(batch.rows)
+            found, not_analysed = self.detect(batch.rows)
         except Exception:
+            if self._stopping():
+                return b""  # abandoned: the batch stays in the spool and is analysed at the next start
             logger.exception("the inline detectors failed on a batch of %d spans; its detections are lost",
                              batch.row_count)
-            self.counters.add("detections_failed", batch.row_count)
-            return b""
-        self.counters.add("outputs_not_analysed", too_large)
+            # Which rows carry an output is the detector's business: count every span of the batch.
+            share, rest = divmod(batch.row_count, len(batch.projects) or 1)
+            not_analysed = {(FAILED, project): share + (rest if i == 0 else 0)
+                            for i, project in enumerate(batch.projects)}
+            found = b""
+        for (reason, project), outputs in not_analysed.items():
+            self.counters.add(not_analysed_key(reason, project), outputs)
         return found
 
     def _isolate(self, batch: Batch, exc: StoreError) -> bool:
@@ -179,6 +212,8 @@ class SpoolWriter:
                 continue
             try:
                 self._store(batch)
+            except _Stopped:
+                return
             except StoreError as exc:
                 self.counters.add("store_errors")
                 if not exc.transient and self._isolate(batch, exc):

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 
+from .._counters import not_analysed
 from ..errors import Unauthorized
 from ..store import Store
 from ._auth import SESSION_COOKIE, Authenticator
@@ -54,7 +55,15 @@ def _page_project(request: Request) -> str:
     return project
 
 
+async def _page_not_analysed(request: Request, project: Annotated[str, Depends(_page_project)]) -> dict[str, int]:
+    """The session's project's LLM outputs not analysed by the inline detectors since this
+    collector started, by reason (only reasons that occurred)."""
+    counts = not_analysed(request.app.state.counters.snapshot(), project)
+    return {reason: value for reason, value in counts.items() if value}
+
+
 StoreDep = Annotated[Store, Depends(_store)]
 AuthenticatorDep = Annotated[Authenticator | None, Depends(_authenticator)]
 ApiProjectDep = Annotated[str, Depends(_api_project)]
 PageProjectDep = Annotated[str, Depends(_page_project)]
+PageNotAnalysedDep = Annotated[dict[str, int], Depends(_page_not_analysed)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
+from .._counters import NOT_ANALYSED_REASONS, not_analysed
 from ..spool import SpoolDepth
 
 router = APIRouter()
@@ -24,9 +25,12 @@ _COUNTERS = {
         "reported as OTLP partial_success."
     ),
     "detections": "Soft failures the inline detectors found in stored LLM outputs.",
-    "detections_failed": "Stored spans whose detections were lost because the detectors' worker failed.",
-    "outputs_not_analysed": "Stored LLM outputs too large for the inline detectors' budget (over 1 Mi characters).",
 }
+_NOT_ANALYSED = (
+    "Stored LLM outputs the inline detectors did not analyse (wholly), by reason: "
+    + "; ".join(f"{reason}: {text}" for reason, text in NOT_ANALYSED_REASONS.items())
+    + ". The spans are stored either way."
+)
 _REJECTED = (
     "OTLP requests answered 4xx, by status; their spans are not counted because a body that "
     "cannot be decoded (or is not decoded, for 401) has no known span count."
@@ -39,6 +43,9 @@ def render(counters: dict[str, int], depth: SpoolDepth) -> str:
     for name, help_text in _COUNTERS.items():
         metric = f"infersight_{name}_total"
         lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} counter", f"{metric} {counters.get(name, 0)}"]
+    metric = "infersight_outputs_not_analysed_total"
+    lines += [f"# HELP {metric} {_NOT_ANALYSED}", f"# TYPE {metric} counter"]
+    lines += [f'{metric}{{reason="{reason}"}} {value}' for reason, value in not_analysed(counters).items()]
     metric = "infersight_otlp_rejected_requests_total"
     lines += [f"# HELP {metric} {_REJECTED}", f"# TYPE {metric} counter"]
     rejected = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("rejected:"))

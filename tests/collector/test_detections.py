@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector import Settings, create_app
-from infersight.collector._counters import Counters
+from infersight.collector._counters import Counters, not_analysed_key
 from infersight.collector.ingest import Decoder, _decode
 from infersight.collector.ingest._detect import MAX_OUTPUT_CHARS, detections_for
 from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, to_rows
@@ -97,7 +97,7 @@ def test_the_ack_waits_for_decode_and_spool_only_never_for_a_detector(store, tmp
     release = threading.Event()
     real = _decode.detect_rows
 
-    def held(rows: bytes) -> tuple[bytes, int]:
+    def held(rows: bytes) -> tuple[bytes, dict[tuple[str, str], int]]:
         assert release.wait(30)
         return real(rows)
 
@@ -149,8 +149,8 @@ def test_an_output_over_the_budget_is_counted_not_analysed(store):
     huge = "again " * ((MAX_OUTPUT_CHARS // 6) + 10)
     rows = to_rows(parse_traces(_output_body(huge)[0], JSON), project)
     rows += to_rows(parse_traces(_output_body(LOOP)[0], JSON), project)
-    found, too_large = Decoder(0, limit_bytes=1 << 30).detect(encode_rows(rows))
-    assert too_large == 1
+    found, not_analysed = Decoder(0, limit_bytes=1 << 30).detect(encode_rows(rows))
+    assert not_analysed == {("too_large", project): 1}
     assert {json.loads(line)["span_id"] for line in found.splitlines()} == {rows[1]["SpanId"]}
 
 
@@ -160,7 +160,7 @@ def test_a_failing_detector_loses_its_detections_never_the_spans(store, tmp_path
     rows = to_rows(parse_traces(_output_body(LOOP, spans=4)[0], JSON), project)
     spool.append(Entry.compress(project, encode_rows(rows), 4, days=day_range(rows)))
 
-    def broken(rows: bytes) -> tuple[bytes, int]:
+    def broken(rows: bytes) -> tuple[bytes, dict[tuple[str, str], int]]:
         raise RuntimeError("a detector bug")
 
     counters = Counters()
@@ -170,7 +170,7 @@ def test_a_failing_detector_loses_its_detections_never_the_spans(store, tmp_path
         assert wait_for(lambda: spool.depth().entries == 0)
     finally:
         writer.stop()
-    assert counters.get("spans_stored") == 4 and counters.get("detections_failed") == 4
+    assert counters.get("spans_stored") == 4 and counters.get(not_analysed_key("failed", project)) == 4
     assert _detections_of(store, project) == []
 
 
@@ -179,8 +179,8 @@ def test_the_detector_worker_finds_what_the_server_process_finds():
     rows = encode_rows(to_rows(parse_traces(_output_body(LOOP, spans=3)[0], JSON), "p"))
     spawned = Decoder(1, limit_bytes=1 << 20)
     try:
-        found, too_large = spawned.detect(rows)
+        found, not_analysed = spawned.detect(rows)
     finally:
         spawned.close()
-    assert (found, too_large) == Decoder(0, limit_bytes=1 << 20).detect(rows)
+    assert (found, not_analysed) == Decoder(0, limit_bytes=1 << 20).detect(rows)
     assert found.count(b"\n") >= 3

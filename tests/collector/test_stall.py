@@ -1,0 +1,153 @@
+"""A real collector process: one project's span never stops another's storage, and SIGTERM ends
+the process within its stated bound while a detector is stuck and while the store hangs."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from infersight.collector._server import STOP_BOUND_S, CollectorProcess
+from infersight.collector.web import ProjectKeys
+from tests.collector.otlp_bodies import genai_spans_json
+from tests.collector.test_detect_deadline import (
+    POISON_OUTPUT,
+    POISON_SCHEMA,
+    SLOW_OUTPUT,
+    SLOW_SCHEMA,
+    output_body,
+)
+from tests.conftest import ROOT, free_port, wait_for
+
+JSON = {"content-type": "application/json"}
+POLL_S = 30.0  # generous: a loaded machine must not fail these
+
+
+def keyed_collector(tmp_path: Path, *args: str) -> tuple[CollectorProcess, dict[str, dict[str, str]]]:
+    """A collector with decode workers (so the detectors run in their own process) and a key for
+    each of the projects ``alpha`` and ``beta``; their request headers."""
+    data_dir = tmp_path / "data"
+    keys = ProjectKeys(data_dir)
+    headers = {project: {"authorization": f"Bearer {keys.create(project)[0]}", **JSON} for project in ("alpha", "beta")}
+    keys.close()
+    return CollectorProcess(data_dir, free_port(), extra_args=("--no-alerts", *args)).start(), headers
+
+
+def spans_of(url: str, headers: dict[str, str]) -> int:
+    return httpx.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
+
+
+def metric(url: str, line: str) -> bool:
+    return line in httpx.get(f"{url}/metrics").text
+
+
+def test_the_reported_span_is_checked_stored_and_stops_no_other_project(tmp_path):
+    collector, headers = keyed_collector(tmp_path)
+    try:
+        body, (poison_id,) = output_body(POISON_OUTPUT, schema=POISON_SCHEMA)
+        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        for _ in range(4):
+            body, _ = genai_spans_json(44)
+            assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
+        assert wait_for(lambda: spans_of(collector.url, headers["beta"]) == 176, timeout_s=POLL_S)
+        assert wait_for(lambda: spans_of(collector.url, headers["alpha"]) == 1, timeout_s=POLL_S)  # stored itself
+
+        def found() -> list[dict]:
+            return httpx.get(f"{collector.url}/api/v1/detections", params={"since": "1h"},
+                             headers=headers["alpha"]).json()["detections"]
+
+        rows = wait_for(found, timeout_s=POLL_S)
+        assert [(r["span_id"], r["label"]) for r in rows] == [(poison_id, "json.schema_invalid")]  # and checked
+    finally:
+        collector.stop()
+
+
+def test_a_span_past_the_deadline_costs_other_projects_the_deadline_only(tmp_path):
+    collector, headers = keyed_collector(tmp_path, "--detect-deadline", "2")
+    try:
+        body, _ = output_body(SLOW_OUTPUT, schema=SLOW_SCHEMA)
+        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        body, _ = genai_spans_json(20)
+        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
+        assert wait_for(lambda: spans_of(collector.url, headers["beta"]) == 20, timeout_s=POLL_S)
+        assert spans_of(collector.url, headers["alpha"]) == 1
+        assert wait_for(lambda: metric(collector.url, 'infersight_outputs_not_analysed_total{reason="deadline"} 1'),
+                        timeout_s=POLL_S)
+        assert metric(collector.url, "infersight_store_errors_total 0")
+    finally:
+        collector.stop()
+
+
+def test_sigterm_stops_within_the_bound_while_a_detector_is_stuck_and_the_restart_drains(tmp_path):
+    collector, headers = keyed_collector(tmp_path, "--detect-deadline", "600")
+    body, _ = output_body(SLOW_OUTPUT, schema=SLOW_SCHEMA)
+    try:
+        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        # Stored, and still in the spool: the writer waits for the detectors, which are stuck.
+        assert wait_for(lambda: spans_of(collector.url, headers["alpha"]) == 1, timeout_s=POLL_S)
+        assert metric(collector.url, "infersight_spool_entries 1\n")
+        exit_s = _terminate(collector.process)
+        print(f"stopped {exit_s:.1f} s after SIGTERM, exit code {collector.process.returncode}")
+    finally:
+        collector.stop()
+    assert exit_s < STOP_BOUND_S
+    assert collector.process.returncode in (0, -signal.SIGTERM)  # a clean stop, not the alarm
+
+    # The batch was left in the spool; with a deadline now, it drains and is not stored twice.
+    again = CollectorProcess(collector.data_dir, free_port(), extra_args=("--no-alerts", "--detect-deadline", "1"))
+    again.start()
+    try:
+        assert wait_for(lambda: metric(again.url, "infersight_spool_entries 0\n"), timeout_s=POLL_S)
+        assert metric(again.url, 'infersight_outputs_not_analysed_total{reason="deadline"} 1')
+        assert spans_of(again.url, headers["alpha"]) == 1
+    finally:
+        again.stop()
+
+
+def test_sigterm_stops_within_the_bound_while_the_store_hangs(tmp_path):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
+                               str(tmp_path / "ch"), "--port", str(port)], cwd=ROOT)
+    collector = None
+    try:
+        assert wait_for(lambda: _up(port), timeout_s=POLL_S)
+        url = f"http://default:@127.0.0.1:{port}/hang_{uuid.uuid4().hex[:6]}"
+        collector = CollectorProcess(tmp_path / "data", free_port(),
+                                     extra_args=("--no-auth", "--decode-workers", "0", "--clickhouse-url", url)).start()
+        server.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+        body, _ = genai_spans_json(5)
+        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=JSON).status_code == 200
+        time.sleep(1.0)  # the writer is inside its insert now
+        exit_s = _terminate(collector.process)
+        print(f"stopped {exit_s:.1f} s after SIGTERM, exit code {collector.process.returncode}")
+        assert exit_s < STOP_BOUND_S + 5  # the alarm's bound, plus the time to notice the exit
+    finally:
+        server.send_signal(signal.SIGCONT)
+        if collector is not None:
+            collector.stop()
+        server.terminate()
+        server.wait(10)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> float:
+    """SIGTERM, then the seconds until the process is gone (killed past twice the bound)."""
+    started = time.monotonic()
+    process.terminate()
+    try:
+        process.wait(2 * STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return time.monotonic() - started
+
+
+def _up(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/ping").status_code == 200
+    except httpx.HTTPError:
+        return False
