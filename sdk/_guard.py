@@ -42,6 +42,14 @@ def count(reason: str, n: int = 1) -> bool:
     return first
 
 
+def first_time(key: str) -> bool:
+    """True the first time ``key`` is seen in this process (the caller logs then), False after."""
+    with _lock:
+        first = key not in _logged
+        _logged.add(key)
+    return first
+
+
 def record_failure(where: str, exc: BaseException) -> None:
     """Count one internal failure; log the first one with its traceback, later ones not at all."""
     if count(INTERNAL):
