@@ -42,6 +42,27 @@ def count(reason: str, n: int = 1) -> bool:
     return first
 
 
+def is_instance(value: object, types: type | tuple[type, ...]) -> bool:
+    """``isinstance``, False where the object's own ``__class__`` raises (strict mocks, broken
+    proxies): ``isinstance`` reads it whenever the type alone does not answer."""
+    try:
+        return isinstance(value, types)
+    except Exception:  # noqa: BLE001 - the app's object, not the SDK's failure
+        return False
+
+
+def plain_text(value: object, where: str) -> str | None:
+    """``value`` as a plain ``str`` (``None`` stays ``None``); a value whose ``__str__`` raises is
+    counted as a failure in ``where`` and becomes ``None``. Never runs a ``str`` subclass's methods."""
+    if value is None or type(value) is str:
+        return value
+    try:
+        return str.__str__(value) if issubclass(type(value), str) else str(value)
+    except Exception as exc:  # noqa: BLE001 - the app's object must not break its own call
+        record_failure(where, exc)
+        return None
+
+
 def first_time(key: str) -> bool:
     """True the first time ``key`` is seen in this process (the caller logs then), False after."""
     with _lock:
