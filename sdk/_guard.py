@@ -7,8 +7,8 @@ collector costs a counter increment, never an exception in the app. The reasons:
 - ``internal``: the SDK's own code (or a hook the app gave it) raised; counted per event.
 - ``unauthorized``, ``forbidden``, ``not_found``: the collector answered 401, 403 or 404;
   counted per response. Each is logged once with what to change.
-- ``export_failed``: a batch could not be delivered (collector down, hanging, 5xx after retries);
-  counted per batch.
+- ``export_failed``: an attempt to send a batch failed (connection refused, no answer in time, an
+  error status); counted per attempt, the batch itself is kept and retried unless refused.
 - ``spans_dropped``: spans lost (export failed, queue full, or still queued when the process
   exits); counted per span.
 """
@@ -85,7 +85,7 @@ def failure_count(reason: str | None = None) -> int:
     """How many failures the SDK has swallowed since the process started: all, or one reason's.
 
     Reasons: ``internal``, ``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404),
-    ``export_failed`` (per batch) and ``spans_dropped`` (per span). Cheap and thread-safe.
+    ``export_failed`` (per attempt) and ``spans_dropped`` (per span). Cheap and thread-safe.
     """
     if reason is None:
         return sum(_counts.values())
