@@ -18,6 +18,7 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 
 from . import _attrs
+from ._guard import plain_text, record_failure
 
 _TAG_PREFIX = "infersight.tag."
 
@@ -86,11 +87,12 @@ def tenant(
     values also ride on OpenTelemetry baggage to downstream services.
     """
     outer = current()
+    user_id, route = plain_text(user_id, "tenant user_id"), plain_text(route, "tenant route")
     inner = Attribution(
-        tenant_id=tenant_id,
+        tenant_id=plain_text(tenant_id, "tenant id"),
         user_id=user_id if user_id is not None else outer.user_id,
         route=route if route is not None else outer.route,
-        tags={**outer.tags, **{str(k): str(v) for k, v in (tags or {}).items()}},
+        tags={**outer.tags, **_plain_tags(tags)},
         entered_at_s=time.time(),
     )
     ctx = otel_context.get_current()
@@ -107,6 +109,22 @@ def tenant(
         otel_context.detach(otel_token)
 
 
+def _plain_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
+    if tags is None:
+        return {}
+    try:
+        pairs = list(dict(tags).items())
+    except Exception as exc:  # noqa: BLE001 - a bad mapping loses its tags, never the app's call
+        record_failure("tenant tags", exc)
+        return {}
+    out = {}
+    for key, value in pairs:
+        k, v = plain_text(key, "tenant tags"), plain_text(value, "tenant tags")
+        if k is not None and v is not None:
+            out[k] = v
+    return out
+
+
 def mark_started(queued_at: float | None = None) -> float | None:
     """Record that the app's worker has picked the current request up; returns the wait in seconds.
 
@@ -114,6 +132,9 @@ def mark_started(queued_at: float | None = None) -> float | None:
     or, without it, from the start of the enclosing ``tenant`` block. LLM spans started afterwards
     in this context carry it as ``infersight.queue.wait_s``.
     """
+    if queued_at is not None and type(queued_at) not in (int, float):
+        record_failure("mark_started", TypeError(f"queued_at must be a time.time() value, got {type(queued_at)}"))
+        queued_at = None
     start = queued_at if queued_at is not None else _current.get().entered_at_s
     if not start:
         return None

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from . import _attrs, _setup
+from ._guard import plain_text
 from ._lifecycle import Call, Spec, begin
 from ._results import llm_result, llm_stream, rerank_result, retrieval_result
 from ._stream_guard import loop_checker
@@ -276,6 +277,19 @@ def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
     from ._attribution import current
 
     tracer = _setup.tracer() or trace.get_tracer("infersight.sdk")
-    attrs = {**current().attributes(), **attributes}
-    with tracer.start_as_current_span(name, attributes=attrs) as s:
+    attrs = {**current().attributes(), **{k: _attribute(v) for k, v in attributes.items()}}
+    with tracer.start_as_current_span(plain_text(name, "span name") or "span", attributes=attrs) as s:
         yield s
+
+
+_PLAIN = (str, bool, int, float)
+
+
+def _attribute(value: Any) -> Any:
+    """A value OpenTelemetry stores as given, else its text (an object whose type OpenTelemetry
+    inspects could raise in there, inside the app's ``with`` statement)."""
+    if type(value) in _PLAIN:
+        return value
+    if type(value) in (list, tuple) and all(type(v) in _PLAIN for v in value):
+        return value
+    return plain_text(value, "span attribute")

@@ -31,7 +31,7 @@ def _status_code(exc: BaseException) -> int | None:
         _attr(exc, "status"),
         _attr(_attr(exc, "response"), "status_code"),
     ):
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        if type(value) is int and 100 <= value <= 599:
             return value
     return None
 
@@ -41,7 +41,7 @@ def classify(exc: BaseException) -> str:
     status = _status_code(exc)
     if status is not None:
         return TRANSIENT if status >= 500 or status in _TRANSIENT_STATUS else LOGIC
-    if isinstance(exc, (TimeoutError, ConnectionError, asyncio.TimeoutError)):
+    if issubclass(type(exc), (TimeoutError, ConnectionError, asyncio.TimeoutError)):
         return TRANSIENT
     for cls in type(exc).__mro__:
         name = cls.__name__.lower()

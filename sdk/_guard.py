@@ -7,8 +7,8 @@ collector costs a counter increment, never an exception in the app. The reasons:
 - ``internal``: the SDK's own code (or a hook the app gave it) raised; counted per event.
 - ``unauthorized``, ``forbidden``, ``not_found``: the collector answered 401, 403 or 404;
   counted per response. Each is logged once with what to change.
-- ``export_failed``: a batch could not be delivered (collector down, hanging, 5xx after retries);
-  counted per batch.
+- ``export_failed``: an attempt to send a batch failed (connection refused, no answer in time, an
+  error status); counted per attempt, the batch itself is kept and retried unless refused.
 - ``spans_dropped``: spans lost (export failed, queue full, or still queued when the process
   exits); counted per span.
 """
@@ -42,6 +42,35 @@ def count(reason: str, n: int = 1) -> bool:
     return first
 
 
+def is_instance(value: object, types: type | tuple[type, ...]) -> bool:
+    """``isinstance``, False where the object's own ``__class__`` raises (strict mocks, broken
+    proxies): ``isinstance`` reads it whenever the type alone does not answer."""
+    try:
+        return isinstance(value, types)
+    except Exception:  # noqa: BLE001 - the app's object, not the SDK's failure
+        return False
+
+
+def plain_text(value: object, where: str) -> str | None:
+    """``value`` as a plain ``str`` (``None`` stays ``None``); a value whose ``__str__`` raises is
+    counted as a failure in ``where`` and becomes ``None``. Never runs a ``str`` subclass's methods."""
+    if value is None or type(value) is str:
+        return value
+    try:
+        return str.__str__(value) if issubclass(type(value), str) else str(value)
+    except Exception as exc:  # noqa: BLE001 - the app's object must not break its own call
+        record_failure(where, exc)
+        return None
+
+
+def first_time(key: str) -> bool:
+    """True the first time ``key`` is seen in this process (the caller logs then), False after."""
+    with _lock:
+        first = key not in _logged
+        _logged.add(key)
+    return first
+
+
 def record_failure(where: str, exc: BaseException) -> None:
     """Count one internal failure; log the first one with its traceback, later ones not at all."""
     if count(INTERNAL):
@@ -56,7 +85,7 @@ def failure_count(reason: str | None = None) -> int:
     """How many failures the SDK has swallowed since the process started: all, or one reason's.
 
     Reasons: ``internal``, ``unauthorized`` (401), ``forbidden`` (403), ``not_found`` (404),
-    ``export_failed`` (per batch) and ``spans_dropped`` (per span). Cheap and thread-safe.
+    ``export_failed`` (per attempt) and ``spans_dropped`` (per span). Cheap and thread-safe.
     """
     if reason is None:
         return sum(_counts.values())

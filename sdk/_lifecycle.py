@@ -19,7 +19,7 @@ from . import _attrs, _export, _setup
 from ._attribution import current as current_attribution
 from ._attribution import queue_wait_s
 from ._errors import classify
-from ._guard import record_failure
+from ._guard import is_instance, record_failure
 from ._streams import StreamStats
 
 # Hooks add a call's attributes to ``out``; they run on the export thread when the SDK owns the
@@ -229,11 +229,22 @@ class Call:
         except Exception as exc:  # noqa: BLE001 - a user hook's failure is counted, never raised
             record_failure("queue_wait_from hook", exc)
             return
-        if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait >= 0:
-            self.queue_wait, self.queue_source = float(wait), "response"
+        seconds = _seconds(wait)
+        if seconds is not None and seconds >= 0:
+            self.queue_wait, self.queue_source = seconds, "response"
 
     def elapsed_s(self, until_ns: int) -> float:
         return (until_ns - self.start_ns) / 1e9
+
+
+def _seconds(value: Any) -> float | None:
+    """A number from the app (numpy's included) as a float; ``None`` for anything else."""
+    if not is_instance(value, (int, float)) or is_instance(value, bool):
+        return None
+    try:
+        return float(value)
+    except Exception:  # noqa: BLE001 - a number type whose __float__ raises is no number to the SDK
+        return None
 
 
 def _snapshot(kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -280,7 +291,7 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
             _warn_before_init()
             return None
         model = kwargs.get("model")
-        if not isinstance(model, str) or not model:
+        if type(model) is not str or not model:
             model = spec.model  # the decorator's model= is the default; the call's argument wins
         attributes = dict(spec.attributes)
         attributes[_attrs.OPERATION] = spec.operation
@@ -290,13 +301,13 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
             attributes[_attrs.REQUEST_MODEL] = model
         for arg, name in _REQUEST_PARAMS.items():
             value = kwargs.get(arg)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if type(value) in (int, float):
                 attributes[name] = value
         attributes.update(current_attribution().attributes())
         span = tracer.start_span(spec.span_name(model), kind=spec.span_kind, attributes=attributes)
         call = Call(spec, span, kwargs, model)
-        queued_at = kwargs.get("queued_at")
-        if isinstance(queued_at, (int, float)) and not isinstance(queued_at, bool):
+        queued_at = _seconds(kwargs.get("queued_at"))
+        if queued_at is not None:
             call.queue_wait, call.queue_source = max(time.time() - queued_at, 0.0), "argument"
         else:
             wait = queue_wait_s()

@@ -15,6 +15,7 @@ from opentelemetry import trace
 
 from . import _setup
 from ._attribution import current, tenant
+from ._guard import plain_text
 
 
 @contextlib.contextmanager
@@ -43,6 +44,7 @@ def request(
             yield trace.INVALID_SPAN
             return
         attribution = current()
-        span_name = name or (f"request {attribution.route}" if attribution.route else "request")
+        span_name = plain_text(name, "request name") or (
+            f"request {attribution.route}" if attribution.route else "request")
         with tracer.start_as_current_span(span_name, attributes=attribution.attributes()) as span:
             yield span

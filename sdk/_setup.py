@@ -11,6 +11,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from ._content import Redactor, redact_builtin
-from ._export import ExportProcessor
+from ._export import ANSWER_WAIT_S, SHUTDOWN_BOUND_S, ExportProcessor
 from ._guard import record_failure
 from ._metrics import Instruments
 from ._pricing import ModelRates, rates_from_mapping
@@ -73,7 +74,7 @@ class _State:
         # the export thread. An app's provider may carry its own processors, which must see
         # finished attributes, so there the work stays on the caller's thread.
         self.deferred = False
-        self.shutdown_timeout_s = 0.5
+        self.shutdown_timeout_s = SHUTDOWN_BOUND_S
         self.meter_provider: MeterProvider | None = None
         self.owns_meter_provider = False
 
@@ -156,7 +157,7 @@ def init(
     meter_provider: MeterProvider | None = None,
     metrics_interval_s: float = 10.0,
     span_exporter: SpanExporter | None = None,
-    shutdown_timeout_s: float = 0.5,
+    shutdown_timeout_s: float = SHUTDOWN_BOUND_S,
     genai_metrics: bool | None = None,
 ) -> None:
     """Configure the SDK once per process.
@@ -193,13 +194,26 @@ def init(
             not into the one created here: its metrics go to the infersight collector, which
             stores the spans (they carry the same numbers) and not these series.
         span_exporter: export spans with this instead of OTLP/HTTP (a console or in-memory exporter).
-        shutdown_timeout_s: how long :func:`shutdown`, and the exit of a process that never calls it,
-            may wait for queued spans (default 0.5 s, which keeps exit under a second with the
-            interpreter's own teardown); what is still queued then is counted as dropped.
+        shutdown_timeout_s: the most :func:`shutdown`, and the exit of a process that never calls
+            it, waits for queued spans while they are still being sent (default 5 s: at a local
+            collector's ~10 ms per 512-span batch, a full 8,192-span queue many times over). What
+            is still queued then is counted as dropped and logged.
 
     Spans go out on a daemon thread. When the SDK creates the provider, usage, pricing, content
-    redaction and serialisation run there too, off the application's thread; a process exits
-    at most ``shutdown_timeout_s`` after its last line whatever the collector does.
+    redaction and serialisation run there too, off the application's thread.
+
+    At exit (or :func:`shutdown`) the SDK waits while the export makes progress, so a script
+    that ends right after its last call still delivers every span to a healthy collector, also
+    on a loaded machine. It stops waiting as soon as the collector does not: a refused
+    connection or a refusing answer (503, 401, ...) ends the wait at once, a request unanswered
+    for 0.5 s ends it then, so against a dead, hanging or refusing collector a process exits
+    within about half a second of its last line. The warning says which of these happened.
+
+    Each batch is sent once per attempt with a 30 s answer timeout: a restarting collector
+    replays its spool before it answers, which takes several seconds, and a shorter timeout
+    re-sent batches it had in fact accepted (stored twice). A batch that failed is tried again
+    after 1 s, doubling to 5 s, or after the collector's ``Retry-After`` when that is longer
+    (capped at 60 s); never at exit, where the first failure ends the wait.
 
     Never raises: a bad setting is logged once and the SDK carries on without exporting.
     """
@@ -208,7 +222,7 @@ def init(
             warnings.warn("infersight.sdk.init() was already called; ignoring this call", stacklevel=2)
             return
         _state.options.price_overrides = _price_overrides(prices)
-        _state.shutdown_timeout_s = _positive("shutdown_timeout_s", shutdown_timeout_s, 0.5)
+        _state.shutdown_timeout_s = _positive("shutdown_timeout_s", shutdown_timeout_s, SHUTDOWN_BOUND_S)
         opts = _state.options
         opts.capture_content = bool(capture_content)
         opts.max_content_chars = _positive("max_content_chars", max_content_chars, 16_384)
@@ -232,10 +246,8 @@ def init(
         provider.add_span_processor(AttributionProcessor())
         if export or span_exporter is not None:
             try:
-                exporter, retryable = (span_exporter, None) if span_exporter else _exporter(endpoint, api_key)
-                _state.processor = ExportProcessor(
-                    exporter, shutdown_timeout_s=_state.shutdown_timeout_s, retryable=retryable
-                )
+                exporter = span_exporter or _exporter(endpoint, api_key)
+                _state.processor = ExportProcessor(exporter, shutdown_timeout_s=_state.shutdown_timeout_s)
                 provider.add_span_processor(_state.processor)
             except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
@@ -300,11 +312,10 @@ def _positive(name: str, value: float, default: float):  # -> same type as value
     return default
 
 
-def _exporter(endpoint: str | None, api_key: str | None) -> tuple[SpanExporter, Callable[[], bool]]:
-    from ._otlp import span_exporter
+def _exporter(endpoint: str | None, api_key: str | None) -> SpanExporter:
+    from ._otlp import OtlpSender
 
-    exporter, retryable = span_exporter(_base_url(endpoint) + "/v1/traces", _auth_headers(api_key), 5.0)
-    return exporter, retryable
+    return OtlpSender(_base_url(endpoint) + "/v1/traces", _auth_headers(api_key))
 
 
 def _price_overrides(prices: Mapping[str, Mapping[str, float]] | None) -> dict[str, ModelRates]:
@@ -335,41 +346,45 @@ def force_flush(timeout_millis: int = 30_000) -> bool:
 
 
 def shutdown(timeout_s: float | None = None) -> None:
-    """Flush and stop the SDK's exporter (and the providers ``init`` created).
+    """Send what is queued and stop the SDK's exporter (and the providers ``init`` created).
 
-    Waits at most ``timeout_s`` (default: ``init(shutdown_timeout_s=...)``, 0.5 s): spans not exported
-    by then are counted in ``failure_count("spans_dropped")`` with a warning. A process that never
-    calls this gets the same bounded shutdown at exit.
+    Waits while the spans are being sent, for at most ``timeout_s`` (default:
+    ``init(shutdown_timeout_s=...)``, 5 s), and stops sooner when the collector refuses, fails
+    or leaves a request unanswered for 0.5 s. Spans not exported then are counted in
+    ``failure_count("spans_dropped")`` and logged once with the reason. A process that never
+    calls this gets the same shutdown at exit. Blocks the calling thread; never raises.
     """
     with _state.lock:
-        timeout = _state.shutdown_timeout_s if timeout_s is None else timeout_s
+        bound = _state.shutdown_timeout_s if timeout_s is None else timeout_s
         processor = _state.processor
-        targets = []
-        if _state.owns_provider and _state.provider is not None:
-            targets.append(_state.provider.shutdown)  # also shuts down the processor
-        elif processor is not None:
-            targets.append(processor.shutdown)
-        if _state.owns_meter_provider and _state.meter_provider is not None:
-            targets.append(_state.meter_provider.shutdown)
+        provider = _state.provider if _state.owns_provider else None
+        meter_provider = _state.meter_provider if _state.owns_meter_provider else None
         _state.reset()
     atexit.unregister(_exit)
+    started = time.monotonic()
+    delivered = True
     if processor is not None:
-        processor.shutdown_timeout_s = max(timeout - 0.05, 0.0)  # leaves time to count what is left
-    # In order: the span processor's deferred work records the GenAI histograms, so the meter
-    # provider's last export comes after it.
-    worker = threading.Thread(target=_stop, args=(targets,), name="infersight-shutdown", daemon=True)
-    worker.start()
-    worker.join(max(timeout, 0.0))
-    if worker.is_alive():
-        logger.warning("infersight: shutdown did not finish within %.1f s; unsent telemetry is dropped", timeout)
-
-
-def _stop(targets: list[Callable[[], object]]) -> None:
-    for target in targets:
         try:
-            target()
+            delivered = processor.stop(max(bound, 0.0))
         except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
             record_failure("shutdown", exc)
+    if provider is not None:  # its processors: the export one is stopped, the others return at once
+        _stop(provider.shutdown)
+    if meter_provider is not None:
+        # One last metrics export. It goes to the same collector: when that just took every
+        # span, it is given as long as a span batch would be; when not, it is not waited for.
+        remaining = max(bound - (time.monotonic() - started), 0.0)
+        worker = threading.Thread(target=_stop, args=(meter_provider.shutdown,), name="infersight-shutdown",
+                                  daemon=True)
+        worker.start()
+        worker.join(min(ANSWER_WAIT_S, remaining) if delivered else 0.0)
+
+
+def _stop(target: Callable[[], object]) -> None:
+    try:
+        target()
+    except Exception as exc:  # noqa: BLE001 - shutdown is best-effort; telemetry must never break the host
+        record_failure("shutdown", exc)
 
 
 def _exit() -> None:

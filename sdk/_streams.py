@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._guard import record_failure
+from ._guard import is_instance, record_failure
 from ._stream_guard import CHECK_EVERY_CHUNKS
 from ._usage import Usage, _get, _read_counts, extract_usage
 
@@ -53,10 +53,11 @@ class StreamStats:
         self.loop_unit: str | None = None
 
     def observe(self, chunk: Any) -> None:
+        """Never raises: whatever the chunk does, it reaches the app unchanged."""
         now = _now_ns()
         self.chunks += 1
         text = _chunk_text(chunk, self.usage)
-        if text:
+        if text:  # a plain str: its truth runs no user code
             if self.first_ns is None:
                 self.first_ns = now
             else:
@@ -79,14 +80,18 @@ class StreamStats:
 def _chunk_text(chunk: Any, usage: Usage) -> str | None:
     """The text a chunk carries; usage, model and finish reason are recorded into ``usage``.
 
-    Never raises: whatever a chunk's attributes do, the chunk reaches the app unchanged.
+    Never raises, and the text is a plain ``str``: whatever a chunk, its ``__class__`` or its
+    attributes do, the chunk reaches the app unchanged.
     """
-    if isinstance(chunk, str):
+    if type(chunk) is str:
         return chunk
-    if isinstance(chunk, bytes):
-        return chunk.decode("utf-8", "replace")
     try:
-        return _provider_chunk(chunk, usage)
+        if isinstance(chunk, str):
+            return str.__str__(chunk)  # a plain copy: the subclass's own methods never run again
+        if isinstance(chunk, bytes):
+            return bytes.decode(chunk, "utf-8", "replace")
+        text = _provider_chunk(chunk, usage)
+        return text if text is None or type(text) is str else str.__str__(text)
     except Exception:  # noqa: BLE001 - a chunk the SDK cannot read carries no text for it
         return None
 
@@ -327,7 +332,7 @@ def _type_has(value: Any, name: str) -> bool:
 
 def is_sync_stream(value: Any) -> bool:
     """A returned value the SDK should observe as a stream: an iterator that is not a container."""
-    return _type_has(value, "__next__") and not isinstance(value, (str, bytes, dict, list, tuple))
+    return _type_has(value, "__next__") and not is_instance(value, (str, bytes, dict, list, tuple))
 
 
 def is_async_stream(value: Any) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -20,13 +21,22 @@ def _value(v: Any) -> Any:
 
 class OtlpServer:
     """Answers every POST with ``status``; with 200 it keeps the spans: ``[(name, trace_id, parent, attrs)]``,
-    and the names of the metrics it was sent."""
+    and the names of the metrics it was sent.
 
-    def __init__(self, status: int = 200) -> None:
+    ``first`` lists the statuses of the first requests (then ``status``); each answer comes
+    ``delay_s`` after the body was read (``first_delay_s`` for the first request); 503 carries
+    ``Retry-After: retry_after``. ``request_times`` holds each request's arrival (``time.monotonic()``).
+    """
+
+    def __init__(self, status: int = 200, *, first: tuple[int, ...] = (), delay_s: float = 0.0,
+                 first_delay_s: float | None = None, retry_after: str = "30") -> None:
         self.status = status
         self.spans: list[tuple[str, bytes, bytes, dict[str, Any]]] = []
         self.metric_names: set[str] = set()
         self.requests = 0
+        self.trace_requests = 0
+        self.request_times: list[float] = []
+        lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,8 +45,17 @@ class OtlpServer:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.requests += 1
-                if outer.status == 200 and self.path == "/v1/traces":
+                with lock:
+                    outer.requests += 1
+                    outer.request_times.append(time.monotonic())
+                    if self.path == "/v1/traces":
+                        outer.trace_requests += 1
+                    n = outer.trace_requests
+                status = first[n - 1] if self.path == "/v1/traces" and 0 < n <= len(first) else outer.status
+                wait = first_delay_s if first_delay_s is not None and n == 1 else delay_s
+                if wait and self.path == "/v1/traces":
+                    time.sleep(wait)
+                if status == 200 and self.path == "/v1/traces":
                     request = ExportTraceServiceRequest()
                     request.ParseFromString(body)
                     for rs in request.resource_spans:
@@ -44,16 +63,16 @@ class OtlpServer:
                             for s in ss.spans:
                                 attrs = {a.key: _value(a.value) for a in s.attributes}
                                 outer.spans.append((s.name, s.trace_id, s.parent_span_id, attrs))
-                if outer.status == 200 and self.path == "/v1/metrics":
+                if status == 200 and self.path == "/v1/metrics":
                     metrics = ExportMetricsServiceRequest()
                     metrics.ParseFromString(body)
                     for rm in metrics.resource_metrics:
                         for sm in rm.scope_metrics:
                             outer.metric_names.update(m.name for m in sm.metrics)
-                self.send_response(outer.status)
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
-                if outer.status == 503:
-                    self.send_header("Retry-After", "30")
+                if status == 503:
+                    self.send_header("Retry-After", retry_after)
                 self.end_headers()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

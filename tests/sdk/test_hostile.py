@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from infersight import sdk
 
-DUNDERS = ("__getattr__", "__iter__", "__len__", "__repr__", "__eq__", "__bool__", "__str__", "__hash__")
+DUNDERS = ("__getattr__", "__iter__", "__len__", "__repr__", "__eq__", "__bool__", "__str__", "__hash__",
+           "__class__", "__getattribute__", "__format__", "__index__", "__float__", "__int__")
 SHAPES = ("sync", "async", "generator", "async_generator", "returned_stream")
 
 
@@ -27,7 +28,9 @@ def hostile(raising: frozenset[str], error: type[BaseException]) -> Any:
     def raiser(*args: Any, **kwargs: Any) -> Any:
         raise error("hostile")
 
-    namespace = {name: raiser for name in raising}
+    namespace: dict[str, Any] = {name: raiser for name in raising}
+    if "__class__" in raising:  # isinstance() reads it when the type alone does not answer
+        namespace["__class__"] = property(raiser)
     if "__eq__" in raising:
         namespace.setdefault("__hash__", object.__hash__)
     return type("Hostile", (), namespace)()
@@ -54,6 +57,17 @@ class HostileStream:
         raise RuntimeError(f"strict mock: {name}")
 
 
+def run_coroutine(coro: Any) -> Any:
+    """``asyncio.run`` without its SIGINT handler: restoring that handler formats the task, and with
+    it a result whose ``__repr__`` and ``__class__`` raise; CPython then raises and leaves the
+    handler installed, failing every later ``asyncio.run`` in the process (with or without the SDK)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
 def run(shape: str, make: Any, decorate: bool) -> tuple[str, Any]:
     """What the caller sees: ("ok", result or chunks) or ("raised", the exception)."""
     if shape == "sync":
@@ -78,11 +92,11 @@ def run(shape: str, make: Any, decorate: bool) -> tuple[str, Any]:
         if shape == "sync":
             return "ok", g(**args)
         if shape == "async":
-            return "ok", asyncio.run(g(**args))
+            return "ok", run_coroutine(g(**args))
         if shape == "async_generator":
             async def consume() -> list[Any]:
                 return [x async for x in g(**args)]
-            return "ok", asyncio.run(consume())
+            return "ok", run_coroutine(consume())
         return "ok", list(g(**args))
     except BaseException as exc:  # noqa: BLE001 - comparing what the caller would see
         return "raised", exc
@@ -133,7 +147,59 @@ def test_hostile_objects_behave_as_without_the_sdk(shape, items, result, message
         assert type(plain[1]) is type(traced[1])
         if shape in ("sync", "async"):
             assert traced[1] is error
-    elif isinstance(plain[1], list):
+    elif type(plain[1]) is list:
         assert len(plain[1]) == len(traced[1]) and all(a is b for a, b in zip(plain[1], traced[1], strict=True))
     else:
         assert traced[1] is plain[1]
+
+
+class ClassRaises:
+    """Its ``__class__`` raises: ``isinstance`` reads it for any type but its own (a broken proxy)."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> Any:
+        raise Boom("__class__")
+
+    def __repr__(self) -> str:
+        raise Boom("__repr__")
+
+
+def test_a_generator_yielding_an_object_whose_class_raises_reaches_the_app_unchanged(spans):
+    chunk = ClassRaises()
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    def stream(messages: Any = None) -> Any:
+        yield "Hello"
+        yield chunk
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    async def astream(messages: Any = None) -> Any:
+        yield chunk
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    def returns_stream(messages: Any = None) -> Any:
+        return iter([chunk])
+
+    async def consume() -> list[Any]:
+        return [x async for x in astream(messages=[chunk])]
+
+    got = list(stream(messages=chunk))
+    assert got[0] == "Hello" and got[1] is chunk
+    assert run_coroutine(consume())[0] is chunk
+    (only,) = list(returns_stream(messages=chunk))
+    assert only is chunk
+    assert len(spans.get_finished_spans()) == 3
+
+
+def test_context_helpers_take_hostile_values_without_raising(spans):
+    hostile_value = ClassRaises()
+    failures = sdk.failure_count("internal")
+    with (
+        sdk.request(hostile_value, route=hostile_value, user_id=hostile_value, tags={"k": hostile_value}),
+        sdk.tenant("acme", tags=hostile_value),  # type: ignore[arg-type]
+        sdk.span("step", detail=hostile_value, count=3),
+    ):
+        sdk.mark_started(hostile_value)  # type: ignore[arg-type]
+    names = sorted(s.name for s in spans.get_finished_spans())
+    assert names == ["request", "step"]
+    assert sdk.failure_count("internal") > failures  # swallowed, and counted
