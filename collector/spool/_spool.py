@@ -226,6 +226,8 @@ class Batch:
     def without(self, dropped: list[int]) -> Batch:
         """This batch less the rows at line indexes ``dropped`` (and their detections, if the
         entries carried any), marked decided: a line split, no span row is parsed."""
+        if not dropped:  # the usual case: no copy of the rows
+            return dataclasses.replace(self, decided=True)
         lines, drop = _lines(self.rows), set(dropped)
         kept = [i for i in range(len(lines)) if i not in drop]
         detections = self.detections
@@ -234,9 +236,8 @@ class Batch:
             detections = b"".join(
                 line + b"\n" for line in _lines(detections) if _detection_key(line) not in gone
             )
-        token = self.dedup_token
-        if drop:  # names what is inserted: never the token of the whole batch for a part of it
-            token += hashlib.blake2b(" ".join(map(str, sorted(drop))).encode(), digest_size=8).hexdigest()
+        # The token names what is inserted: never the whole batch's token for a part of it.
+        token = self.dedup_token + hashlib.blake2b(" ".join(map(str, sorted(drop))).encode(), digest_size=8).hexdigest()
         return dataclasses.replace(
             self, rows=b"".join(lines[i] + b"\n" for i in kept), keys=tuple(self.keys[i] for i in kept),
             detections=detections, dedup_token=token, decided=True,
