@@ -30,30 +30,12 @@ WHERE Timestamp BETWEEN fromUnixTimestamp64Nano({first_ns:Int64}) AND fromUnixTi
     AND ResourceAttributes['infersight.project'] IN {projects:Array(String)}
 """
 
-_HELD_DETECTIONS = """
-SELECT DISTINCT project, trace_id, span_id
-FROM detections
-WHERE project IN {projects:Array(String)}
-    AND ts BETWEEN fromUnixTimestamp64Nano({first_ns:Int64}) AND fromUnixTimestamp64Nano({last_ns:Int64})
-    AND trace_id IN {traces:Array(String)}
-"""
-
-
 def held_spans(store: Store, keys: Iterable[SpanKey | None], ts_range_ns: tuple[int, int] | None) -> set[SpanKey]:
     """The spans among ``keys`` that ``otel_traces`` already holds with a ``Timestamp`` within
     ``ts_range_ns`` (Unix nanoseconds, both ends included; a resent span has its first copy's
     start time). ``None`` keys are skipped. Blocks on one query per :data:`TRACES_PER_LOOKUP`
     traces; raises :class:`StoreError`."""
     return _held(store, _HELD_SPANS, keys, ts_range_ns)
-
-
-def held_detections(
-    store: Store, keys: Iterable[SpanKey | None], ts_range_ns: tuple[int, int] | None
-) -> set[SpanKey]:
-    """The spans among ``keys`` that already have detections stored, with ``ts`` (the span's
-    ``Timestamp``) within ``ts_range_ns``: a span's detections are derived from the span alone,
-    so a span that has some has all of them. Same contract as :func:`held_spans`."""
-    return _held(store, _HELD_DETECTIONS, keys, ts_range_ns)
 
 
 def _held(store: Store, sql: str, keys: Iterable[SpanKey | None], ts_range_ns: tuple[int, int] | None) -> set[SpanKey]:
