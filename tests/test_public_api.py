@@ -21,7 +21,8 @@ EXPECTED = {
     store: [
         "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "PENDING_DEAD_LETTERS", "Store",
         "StoreError", "UNPRICED", "bucket_value", "call_figures", "clickhouse_time", "cluster_statements",
-        "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql", "insert_error", "kind_of",
+        "day_or_yesterday", "dead_letters", "detections", "encode_rows", "held_spans",
+        "histogram_sql", "insert_error", "kind_of",
         "merge_histograms", "operation_of", "operations_of", "percentiles", "queues", "recent_spans",
         "since_to_unix_ns", "statements", "summary", "usd_text",
     ],

@@ -58,15 +58,24 @@ def decode_request(
 ) -> Decoded:
     """Decompress, decode and validate one request into a spool entry for ``project``.
 
-    Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix. CPU-bound
-    and self-contained, so it runs in any process.
+    Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix, among them
+    :class:`PayloadTooLarge` for a body that inflates beyond ``limit_bytes`` or whose rows encode
+    to more than :data:`ROWS_PER_BODY_BYTE` times that (every span repeats its resource, so a small
+    body can name gigabytes of rows). CPU-bound and self-contained, so it runs in any process.
     """
     traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
     rejected: list[str] = []
     rows = _otlp.to_rows(traces, project, rejected, window=window)
     if not rows:
         return Decoded(None, rejected)
-    return Decoded(Entry.compress(project, encode_rows(rows), len(rows), days=_otlp.day_range(rows)), rejected)
+    encoded = encode_rows(rows, limit_bytes=ROWS_PER_BODY_BYTE * limit_bytes)
+    entry = Entry.compress(project, encoded, len(rows), days=_otlp.day_range(rows), keys=_otlp.span_keys(rows))
+    return Decoded(entry, rejected)
+
+
+# How much larger than its decompressed body a request's rows may be. An SDK batch's rows are
+# ~2x its protobuf (column names, a resource per span); a body beyond this is refused, 413.
+ROWS_PER_BODY_BYTE = 4
 
 
 def default_workers() -> int:

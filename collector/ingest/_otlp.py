@@ -204,6 +204,11 @@ def day_range(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
     return min(days), max(days)
 
 
+def span_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """``(Timestamp, TraceId, SpanId)`` of each row, in order: what the spool keeps to find repeats."""
+    return [(row["Timestamp"], row["TraceId"], row["SpanId"]) for row in rows]
+
+
 def _invalid(span: Any) -> str | None:
     if len(span.trace_id) != 16 or not any(span.trace_id):
         return "trace_id must be 16 non-zero bytes"
@@ -259,11 +264,13 @@ def to_rows(
     instrumentations describe is marked (:func:`~._nesting.mark_same_calls`), and spans with
     tokens and a known model but no cost get one (:func:`~._enrich.add_cost`). Spans that cannot be
     stored, or that start outside ``window`` (measured from ``now_s``, default: now), are left
-    out, and why is appended to ``rejected`` when given.
+    out, and why is appended to ``rejected`` when given. A span the request holds twice (same
+    trace and span id) becomes one row, from its first copy: it is one span, sent twice.
     """
     window = window or IngestWindow()
     bounds = window.bounds_ns(now_s)
     rows: list[dict[str, Any]] = []
+    seen: set[bytes] = set()
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         resource[PROJECT_ATTRIBUTE] = project
@@ -276,6 +283,10 @@ def to_rows(
                     if rejected is not None:
                         rejected.append(f"span {span.span_id.hex() or '(empty)'} ({span.name!r}): {problem}")
                     continue
+                key = span.trace_id + span.span_id
+                if key in seen:
+                    continue
+                seen.add(key)
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
                 rows.append(
                     {

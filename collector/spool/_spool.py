@@ -11,20 +11,29 @@ is inserted, and the insert carries a deduplication token derived from that rang
 the same range comes back with the same token, and ClickHouse drops the repeat if the first
 attempt had landed. Entry ids are never reused (``AUTOINCREMENT``) and the token starts with a
 random id of this spool file, so a token never names two different batches.
+
+Each entry also keeps its spans' keys (``Timestamp TraceId SpanId`` per line, line ``i`` for
+row ``i``), so a batch can drop a span it holds twice, and the writer can drop the spans the
+store already holds, without parsing a row; and its raw (uncompressed) size, which is what a
+batch costs in memory once decompressed and parsed, so batches are capped by it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import secrets
 import sqlite3
 import threading
 import time
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import lz4.frame
+import orjson
 
 from ..errors import SpoolError, SpoolFull
 
@@ -37,7 +46,9 @@ CREATE TABLE IF NOT EXISTS entries (
     body BLOB NOT NULL,
     detections BLOB NOT NULL DEFAULT x'',
     first_day INTEGER,
-    last_day INTEGER
+    last_day INTEGER,
+    span_keys BLOB NOT NULL DEFAULT x'',
+    raw_bytes INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -48,6 +59,9 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 # ClickHouse refuses an insert whose rows fall into more than 100 partitions
 # (max_partitions_per_insert_block), and the span tables are partitioned by day.
 MAX_DAYS = 100
+
+SpanKey = tuple[str, str, str]
+"""A span's identity: (project, TraceId, SpanId), ids as ``otel_traces`` writes them (hex)."""
 
 
 def _compress(data: bytes) -> bytes:
@@ -70,6 +84,9 @@ class Entry:
 
     ``days`` is the first and last day (since 1970-01-01, UTC) of the rows' timestamps, so the
     writer can merge entries into inserts that touch few partitions; ``None``: not known.
+    ``keys_z``: the rows' ``Timestamp TraceId SpanId``, a line each, in row order, compressed
+    (empty: not known, as in entries of older collectors). ``raw_bytes``: the uncompressed size
+    of rows and detections (``None``: not known).
     """
 
     project: str
@@ -77,16 +94,97 @@ class Entry:
     row_count: int
     detections_z: bytes = b""
     days: tuple[int, int] | None = None
+    keys_z: bytes = b""
+    raw_bytes: int | None = None
 
     @classmethod
     def compress(
-        cls, project: str, rows: bytes, row_count: int, detections: bytes = b"", *, days: tuple[int, int] | None = None
+        cls, project: str, rows: bytes, row_count: int, detections: bytes = b"", *,
+        days: tuple[int, int] | None = None, keys: Iterable[tuple[str, str, str]] | None = None,
     ) -> Entry:
-        return cls(project, _compress(rows), row_count, _compress(detections) if detections else b"", days)
+        """An entry of JSONEachRow ``rows`` (and ``detections``); ``keys``: each row's
+        ``(Timestamp, TraceId, SpanId)`` in row order, as text without spaces."""
+        keys_z = _compress("".join(f"{ts} {trace} {span}\n" for ts, trace, span in keys).encode()) if keys else b""
+        return cls(
+            project, _compress(rows), row_count, _compress(detections) if detections else b"", days, keys_z,
+            len(rows) + len(detections),
+        )
 
     @property
     def size(self) -> int:
-        return len(self.rows_z) + len(self.detections_z)
+        return len(self.rows_z) + len(self.detections_z) + len(self.keys_z)
+
+
+def _merge(
+    entries: list[tuple[bytes, str, bytes | None]],
+) -> tuple[bytes, tuple[SpanKey | None, ...], tuple[int, int] | None]:
+    """Rows of ``(rows, project, keys)`` entries joined, each span once; their keys; their time range."""
+    keys: list[SpanKey | None] = []
+    low, high = 1 << 63, -1
+    for rows, project, key_lines in entries:
+        for stamp, trace_id, span_id in _keys_of(rows, key_lines):
+            if not trace_id:
+                keys.append(None)
+                continue
+            keys.append((project, trace_id, span_id))
+            low, high = min(low, stamp), max(high, stamp)
+    ts_range = (low, high) if high >= 0 else None
+    known = [key for key in keys if key is not None]
+    if len(set(known)) == len(known):  # the usual case: nothing repeats, nothing to split
+        return b"".join(rows for rows, _, _ in entries), tuple(keys), ts_range
+    seen: set[SpanKey] = set()
+    out: list[bytes] = []
+    kept: list[SpanKey | None] = []
+    lines = (line for rows, _, _ in entries for line in _lines(rows))
+    for line, key in zip(lines, keys, strict=True):
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(line + b"\n")
+        kept.append(key)
+    return b"".join(out), tuple(kept), ts_range
+
+
+def _keys_of(rows: bytes, key_lines: bytes | None) -> list[tuple[int, str, str]]:
+    """``(Timestamp ns, TraceId, SpanId)`` of each row (``(0, "", "")``: not known)."""
+    if key_lines is not None:
+        out = []
+        for line in key_lines.decode().splitlines():
+            stamp, trace_id, span_id = line.split(" ")
+            out.append((_ns(stamp), trace_id, span_id))
+        return out
+    # An entry of an older collector: its rows say it, at the cost of a parse this once.
+    return [_key_in_row(line) for line in _lines(rows)]
+
+
+def _lines(rows: bytes) -> list[bytes]:
+    """JSONEachRow ``rows`` a line each (JSON escapes every newline inside a value)."""
+    lines = rows.split(b"\n")
+    return lines[:-1] if not lines[-1] else lines
+
+
+def _key_in_row(line: bytes) -> tuple[int, str, str]:
+    try:
+        row = orjson.loads(line)
+        key = (_ns(row["Timestamp"]), row["TraceId"], row["SpanId"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return 0, "", ""
+    return key if all(isinstance(part, str) and part for part in key[1:]) else (0, "", "")
+
+
+def _detection_key(line: bytes) -> SpanKey | None:
+    try:
+        row = orjson.loads(line)
+        return row["project"], row["trace_id"], row["span_id"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def _ns(stamp: str) -> int:
+    # ten digits of seconds, a dot, nine of nanoseconds (ingest/_times.ts_text)
+    seconds, _, fraction = stamp.partition(".")
+    return int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0")[:9] or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +202,13 @@ class SpoolDepth:
 class Batch:
     """Entries ``first_id..last_id`` merged: ``rows`` for ``otel_traces`` and ``detections``
     for ``detections``, both JSONEachRow; ``projects`` they came from, ``received_s`` when the
-    first of them was acknowledged."""
+    first of them was acknowledged.
+
+    A span the entries hold more than once is in ``rows`` once (its first copy). ``keys`` are
+    the spans of ``rows``, line ``i`` for row ``i`` (``None``: a row whose key is not known, which
+    is never taken for a repeat); ``ts_range`` the first and last ``Timestamp`` among them, in
+    Unix nanoseconds (``None``: no key known). ``row_count`` counts the entries' rows, repeats
+    included, as the spool does."""
 
     first_id: int
     last_id: int
@@ -115,6 +219,29 @@ class Batch:
     dedup_token: str
     projects: tuple[str, ...]
     received_s: float
+    keys: tuple[SpanKey | None, ...] = ()
+    ts_range: tuple[int, int] | None = None
+    decided: bool = False
+
+    def without(self, dropped: list[int]) -> Batch:
+        """This batch less the rows at line indexes ``dropped`` (and their detections, if the
+        entries carried any), marked decided: a line split, no span row is parsed."""
+        if not dropped:  # the usual case: no copy of the rows
+            return dataclasses.replace(self, decided=True)
+        lines, drop = _lines(self.rows), set(dropped)
+        kept = [i for i in range(len(lines)) if i not in drop]
+        detections = self.detections
+        if detections and drop:  # computed before the ack by an older collector: few, parsed
+            gone = {self.keys[i] for i in drop}
+            detections = b"".join(
+                line + b"\n" for line in _lines(detections) if _detection_key(line) not in gone
+            )
+        # The token names what is inserted: never the whole batch's token for a part of it.
+        token = self.dedup_token + hashlib.blake2b(" ".join(map(str, sorted(drop))).encode(), digest_size=8).hexdigest()
+        return dataclasses.replace(
+            self, rows=b"".join(lines[i] + b"\n" for i in kept), keys=tuple(self.keys[i] for i in kept),
+            detections=detections, dedup_token=token, decided=True,
+        )
 
 
 @dataclass(slots=True)
@@ -152,10 +279,13 @@ class Spool:
             if "first_day" not in columns:  # ... or before entries knew their days
                 self._db.execute("ALTER TABLE entries ADD COLUMN first_day INTEGER")
                 self._db.execute("ALTER TABLE entries ADD COLUMN last_day INTEGER")
+            if "span_keys" not in columns:  # ... or before entries knew their spans and raw size
+                self._db.execute("ALTER TABLE entries ADD COLUMN span_keys BLOB NOT NULL DEFAULT x''")
+                self._db.execute("ALTER TABLE entries ADD COLUMN raw_bytes INTEGER")
             self._spool_id = self._meta("spool_id") or self._new_spool_id()
             self._entries, self._rows, self._bytes = self._db.execute(
                 "SELECT count(*), coalesce(sum(row_count), 0),"
-                " coalesce(sum(length(body) + length(detections)), 0) FROM entries"
+                " coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries"
             ).fetchone()
             # A second connection answers depth() while the first may be inside an fsync.
             self._reader = self._connect()
@@ -222,9 +352,10 @@ class Spool:
                 e = item.entry
                 first_day, last_day = e.days or (None, None)
                 cursor = self._db.execute(
-                    "INSERT INTO entries (received_s, project, row_count, body, detections, first_day, last_day)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (item.received_s, e.project, e.row_count, e.rows_z, e.detections_z, first_day, last_day),
+                    "INSERT INTO entries (received_s, project, row_count, body, detections, first_day, last_day,"
+                    " span_keys, raw_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (item.received_s, e.project, e.row_count, e.rows_z, e.detections_z, first_day, last_day,
+                     e.keys_z, e.raw_bytes),
                 )
                 item.id = cursor.lastrowid or 0
             self._db.execute("COMMIT")
@@ -250,9 +381,10 @@ class Spool:
             pass  # the connection is broken; the error that got us here is what gets reported
 
     def next_batch(self, *, max_rows: int, max_bytes: int, max_days: int = MAX_DAYS) -> Batch | None:
-        """The oldest entries, merged, up to ``max_rows`` rows, ``max_bytes`` stored bytes and
-        rows of at most ``max_days`` consecutive days (an entry whose days are not known goes
-        alone); a first entry above a limit makes a batch of its own.
+        """The oldest entries, merged, up to ``max_rows`` rows, ``max_bytes`` raw (uncompressed)
+        bytes and rows of at most ``max_days`` consecutive days (an entry whose days or raw size
+        are not known goes alone); a first entry above a limit makes a batch of its own. A span
+        the entries hold twice is in the batch once.
 
         Returns the same batch again until :meth:`done` or :meth:`split` is called for it, also
         after a restart, so a retried insert carries the same entries and the same deduplication
@@ -273,19 +405,21 @@ class Spool:
                     )
                 else:
                     first_id, last_id = map(int, claimed.split())
+                decision = self._meta("batch_drop")
                 entries = self._db.execute(
-                    "SELECT body, detections, row_count, project, received_s FROM entries"
+                    "SELECT body, detections, row_count, project, received_s, span_keys FROM entries"
                     " WHERE id BETWEEN ? AND ? ORDER BY id",
                     (first_id, last_id),
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
         try:
-            rows = b"".join(_decompress(entry[0]) for entry in entries)
+            merged = _merge([(_decompress(e[0]), e[3], _decompress(e[5]) if e[5] else None) for e in entries])
             detections = b"".join(_decompress(entry[1]) for entry in entries if entry[1])
         except (zlib.error, RuntimeError) as exc:  # RuntimeError: what lz4 raises for a bad frame
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
-        return Batch(
+        rows, keys, ts_range = merged
+        batch = Batch(
             first_id=first_id,
             last_id=last_id,
             entries=len(entries),
@@ -295,7 +429,29 @@ class Spool:
             dedup_token=f"{self._spool_id}{first_id:016x}{last_id:016x}",
             projects=tuple(sorted({entry[3] for entry in entries})),
             received_s=entries[0][4] if entries else 0.0,
+            keys=keys,
+            ts_range=ts_range,
         )
+        return batch if decision is None else batch.without([int(i) for i in decision.split()])
+
+    def decide(self, batch: Batch, held: set[SpanKey]) -> Batch:
+        """Record, durably, that the spans of ``batch`` in ``held`` (which the store already
+        holds) are not to be inserted, and return the batch without them.
+
+        Recorded before the insert, so every retry of the batch (after a crash, or after an
+        insert that failed half-way) inserts the same rows under the same token, and ClickHouse
+        drops what had landed, in ``otel_traces`` and in its views alike; a new lookup would
+        take the batch's own landed rows for repeats. Blocks on one small commit.
+        """
+        dropped = [i for i, key in enumerate(batch.keys) if key is not None and key in held]
+        with self._commit:
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('batch_drop', ?)", (" ".join(map(str, dropped)),)
+                )
+            except sqlite3.Error as exc:
+                raise SpoolError(f"cannot write to the spool {self.path}: {exc}") from exc
+        return batch.without(dropped)
 
     def _choose(self, max_rows: int, max_bytes: int, max_days: int) -> tuple[int | None, int]:
         first_id: int | None = None
@@ -303,20 +459,19 @@ class Spool:
         rows = size = 0
         low, high = 1 << 62, -(1 << 62)
         # Every entry holds at least one row, so max_rows entries always suffice.
-        for entry_id, row_count, length, first_day, last_day in self._db.execute(
-            "SELECT id, row_count, length(body) + length(detections), first_day, last_day"
-            " FROM entries ORDER BY id LIMIT ?",
+        for entry_id, row_count, raw_bytes, first_day, last_day in self._db.execute(
+            "SELECT id, row_count, raw_bytes, first_day, last_day FROM entries ORDER BY id LIMIT ?",
             (max_rows,),
         ):
-            if first_day is None:  # written before entries knew their days: alone, to be safe
+            if first_day is None or raw_bytes is None:  # written by an older collector: alone, to be safe
                 return (entry_id, entry_id) if first_id is None else (first_id, last_id)
             low, high = min(low, first_day), max(high, last_day)
             if first_id is not None and (
-                rows + row_count > max_rows or size + length > max_bytes or high - low >= max_days
+                rows + row_count > max_rows or size + raw_bytes > max_bytes or high - low >= max_days
             ):
                 break
             first_id = entry_id if first_id is None else first_id
-            last_id, rows, size = entry_id, rows + row_count, size + length
+            last_id, rows, size = entry_id, rows + row_count, size + raw_bytes
         return first_id, last_id
 
     def split(self, batch: Batch) -> None:
@@ -333,11 +488,15 @@ class Spool:
                 )]
                 if len(ids) < 2:
                     raise ValueError(f"a batch of {len(ids)} entries cannot be split")
+                self._db.execute("BEGIN IMMEDIATE")
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('batch', ?)",
                     (f"{ids[0]} {ids[len(ids) // 2 - 1]}",),
                 )
+                self._db.execute("DELETE FROM meta WHERE key = 'batch_drop'")  # decided for the whole
+                self._db.execute("COMMIT")
             except sqlite3.Error as exc:
+                self._rollback()
                 raise SpoolError(f"cannot write to the spool {self.path}: {exc}") from exc
 
     def done(self, batch: Batch) -> None:
@@ -346,13 +505,14 @@ class Spool:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 size = self._db.execute(
-                    "SELECT coalesce(sum(length(body) + length(detections)), 0) FROM entries WHERE id BETWEEN ? AND ?",
+                    "SELECT coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries"
+                    " WHERE id BETWEEN ? AND ?",
                     (batch.first_id, batch.last_id),
                 ).fetchone()[0]
                 self._db.execute(
                     "DELETE FROM entries WHERE id BETWEEN ? AND ?", (batch.first_id, batch.last_id)
                 )
-                self._db.execute("DELETE FROM meta WHERE key = 'batch'")
+                self._db.execute("DELETE FROM meta WHERE key IN ('batch', 'batch_drop')")
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()

@@ -11,10 +11,15 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from .._counters import FAILED, Counters, not_analysed_key
 from ..errors import SpoolError, StoreError
-from ..store import Store, encode_rows
+from ..store import Store, encode_rows, held_spans
 from ._spool import Batch, Spool
 
 logger = logging.getLogger("infersight.collector")
+
+# The largest batch in raw bytes. A batch in the writer costs about four times its raw size at
+# the peak (the decompressed rows, and ClickHouse's parse of them with the views' blocks); at 64
+# MiB a 20,000-span batch of SDK spans with content (~2.4 KiB of row each) still fits one insert.
+MAX_BATCH_RAW_BYTES = 64 << 20
 
 INSERT_GRACE_S = 10.0
 """How long :meth:`SpoolWriter.stop` waits, past the drain, for an insert under way."""
@@ -28,9 +33,12 @@ class SpoolWriter:
     """Drains ``spool`` into ``store``'s ``otel_traces``, oldest first, in merged batches.
 
     Args:
-        max_rows, max_bytes: the largest batch; several requests become one insert, because
-            ClickHouse wants few large inserts, not one small part per request (an insert of
-            20,000 spans costs ~25% less CPU per span than one of 5,000, merges included).
+        max_rows, max_bytes: the largest batch, in rows and in raw (uncompressed) bytes; several
+            requests become one insert, because ClickHouse wants few large inserts, not one small
+            part per request (an insert of 20,000 spans costs ~25% less CPU per span than one of
+            5,000, merges included). Raw bytes, not compressed ones: what a batch costs in
+            memory is its decompressed rows and ClickHouse's parse of them, and a compressible
+            span is 100 times its stored size.
         min_interval_s: unless half a batch or more is waiting, the next insert waits this long
             after the previous one, so a trickle of requests still makes a few inserts a second.
         retry_s: (first, longest) wait after a failed insert; the wait doubles up to the longest.
@@ -38,7 +46,7 @@ class SpoolWriter:
             spool and is retried as it was, same token, for as long as it takes. When it refuses
             the rows themselves, the batch is halved until the refused request is found and set
             aside in ``dead_letters``: one request never holds back the others.
-        counters: where ``spans_stored``, ``detections``, ``store_errors``,
+        counters: where ``spans_stored``, ``spans_repeated``, ``detections``, ``store_errors``,
             ``spans_dead_lettered`` and ``detections_dropped`` are counted, and the outputs not
             analysed by reason and project (``not_analysed_key``).
         detect: the inline detectors (``rows -> (detections rows, outputs not analysed by
@@ -47,6 +55,13 @@ class SpoolWriter:
             the same ones. A detector that fails loses that batch's detections (counted as not
             analysed, ``FAILED``), never its spans. ``detect`` bounds its own time (the
             decoder's deadline per span); the writer waits for it until :meth:`stop`.
+
+    Each span is stored once by (project, TraceId, SpanId): a batch holds a span once, and the
+    spans the store already holds (an exporter resent a request whose 200 it never saw, before
+    or after a restart) are left out of the insert (:func:`~..store.held_spans`, one lookup per
+    batch, recorded in the spool before the insert), and the detectors see only the spans new to
+    the store. Left out before the insert, so every table the views fill from ``otel_traces``
+    counts each span once too.
 
     :meth:`start` and :meth:`stop` are for the app's lifespan; :meth:`wake` may be called from
     any thread and never blocks.
@@ -59,7 +74,7 @@ class SpoolWriter:
         counters: Counters,
         *,
         max_rows: int = 20_000,
-        max_bytes: int = 16 << 20,
+        max_bytes: int = MAX_BATCH_RAW_BYTES,
         min_interval_s: float = 0.2,
         retry_s: tuple[float, float] = (0.1, 5.0),
         detect: Callable[[bytes], tuple[bytes, Mapping[tuple[str, str], int]]] | None = None,
@@ -77,6 +92,8 @@ class SpoolWriter:
         self._drain_until = 0.0
         self._landed: str | None = None  # token of the batch whose spans are in, detections maybe not
         self._found = b""  # the detections of the batch whose spans are in
+        self._landed_as = ""  # ... and the token its new spans were inserted with
+        self._new_spans = 0  # spans of that batch the store did not hold before
         # The detectors (another process) run beside the batch's insert (chDB's threads), not after it.
         self._detecting = ThreadPoolExecutor(1, thread_name_prefix="infersight-detect") if detect else None
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
@@ -110,13 +127,27 @@ class SpoolWriter:
     def _store(self, batch: Batch) -> None:
         # Spans first, and once: after they are in, a retry is about the detections alone.
         if self._landed != batch.dedup_token:
-            detecting = self._detecting.submit(self._detections, batch) if self._detecting is not None else None
-            self.store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
-            self._landed = batch.dedup_token
-            self._found = self._wait(detecting) if detecting is not None else self._detections(batch)
+            new = self._decided(batch)
+            detecting = self._detecting.submit(self._detections, new) if self._detecting is not None else None
+            self.store.insert("otel_traces", new.rows, dedup_token=new.dedup_token)
+            self._landed, self._landed_as = batch.dedup_token, new.dedup_token
+            self._new_spans = len(new.keys)
+            self._found = self._wait(detecting) if detecting is not None else self._detections(new)
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
-            self.store.insert("detections", self._found, dedup_token=batch.dedup_token + "de")
+            self.store.insert("detections", self._found, dedup_token=self._landed_as + "de")
+
+    def _decided(self, batch: Batch) -> Batch:
+        """``batch`` less the spans the store already holds, decided once per batch.
+
+        The decision is recorded in the spool before the insert (:meth:`Spool.decide`), so a
+        retry inserts the same rows with the same token and ClickHouse drops whatever of them had
+        landed, in every table, as before; and the detectors see only spans new to the store, so
+        each span's detections are stored once too.
+        """
+        if batch.decided:
+            return batch
+        return self.spool.decide(batch, held_spans(self.store, batch.keys, batch.ts_range))
 
     def _wait(self, detecting: Future[bytes]) -> bytes:
         # Bounded by the detectors' own deadline, and by stop(): then the batch stays in the
@@ -149,6 +180,10 @@ class SpoolWriter:
             self.counters.add(not_analysed_key(reason, project), outputs)
         return found
 
+    def _count_stored(self, batch: Batch) -> None:
+        self.counters.add("spans_stored", self._new_spans)
+        self.counters.add("spans_repeated", batch.row_count - self._new_spans)
+
     def _isolate(self, batch: Batch, exc: StoreError) -> bool:
         """The store refused ``batch`` for what it holds, not for its health: keep the rest moving.
 
@@ -164,7 +199,7 @@ class SpoolWriter:
                 # and store them twice.
                 logger.error("detections of %d stored spans were refused and dropped: %s", batch.row_count, exc)
                 self.spool.done(batch)
-                self.counters.add("spans_stored", batch.row_count)
+                self._count_stored(batch)
                 self.counters.add("detections_dropped", self._found.count(b"\n"))
                 self._landed = None
             elif batch.entries > 1:
@@ -234,7 +269,7 @@ class SpoolWriter:
                 logger.exception("cannot delete stored entries from the spool; retrying")
                 self._stop.wait(self.retry_s[1])
                 continue
-            self.counters.add("spans_stored", batch.row_count)
+            self._count_stored(batch)
             self.counters.add("detections", self._found.count(b"\n"))
             if failing_since is not None:
                 logger.warning("store is back after %.1f s of failed inserts", time.monotonic() - failing_since)

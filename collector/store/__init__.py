@@ -19,6 +19,7 @@ from ._histogram import bucket_value, histogram_sql, merge_histograms, percentil
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import UNPRICED, call_figures, usd_text
 from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
+from ._repeats import held_spans
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
 
@@ -40,6 +41,7 @@ __all__ = [
     "dead_letters",
     "detections",
     "encode_rows",
+    "held_spans",
     "histogram_sql",
     "insert_error",
     "kind_of",

@@ -9,16 +9,19 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..errors import StoreError
+from ..errors import PayloadTooLarge, StoreError
 
 
-def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
+def encode_rows(rows: Iterable[Mapping[str, Any]], *, limit_bytes: int | None = None) -> bytes:
     """``rows`` as JSONEachRow bytes (one object per line), the form :meth:`Store.insert` takes.
 
     Lone surrogates, which ClickHouse rejects, become ``?`` instead of failing the insert.
+    Raises :class:`PayloadTooLarge` as soon as the text passes ``limit_bytes``, if given.
     """
     out = bytearray()
     for row in rows:
+        if limit_bytes is not None and len(out) > limit_bytes:
+            raise PayloadTooLarge(f"the spans encode to more than {limit_bytes} bytes of rows")
         try:
             out += orjson.dumps(row)  # several times faster than json: this runs per span at ingest
         except (orjson.JSONEncodeError, TypeError):  # lone surrogates, ints beyond 64 bits

@@ -16,6 +16,7 @@ router = APIRouter()
 _COUNTERS = {
     "spans_received": "Spans acknowledged to exporters (safe in the spool).",
     "spans_stored": "Spans written from the spool to the store.",
+    "spans_repeated": "Acknowledged spans not stored again: the store (or their batch) already held that span.",
     "spans_refused": "Spans answered 503 because the spool was full; exporters retry them.",
     "store_errors": "Failed store inserts; the batch was retried, or halved when the store refused its rows.",
     "spans_dead_lettered": "Acknowledged spans the store refused, set aside in the dead_letters table with the reason.",

@@ -13,6 +13,9 @@ from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, StoreError, create_app
 from infersight.collector._server import CollectorProcess
+from infersight.collector.errors import PayloadTooLarge
+from infersight.collector.ingest import decode_request
+from infersight.collector.ingest._otlp import JSON as OTLP_JSON
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port
 
@@ -145,3 +148,16 @@ def test_a_body_that_stops_arriving_is_answered_408(tmp_path):
     assert b"did not arrive within 1 s" in answer
     # not before the timeout; the upper bound only says "not forever" (a loaded machine answers late)
     assert 0.9 < waited < 30
+
+
+def test_a_small_body_whose_rows_would_be_huge_is_refused():
+    # Every span row repeats its resource: 200 spans under a 256 KiB resource attribute would be
+    # 50 MiB of rows from a body of 256 KiB.
+    body, _ = genai_spans_json(200)
+    document = json.loads(body)
+    document["resourceSpans"][0]["resource"]["attributes"].append(
+        {"key": "blob", "value": {"stringValue": "r" * (256 << 10)}}
+    )
+    with pytest.raises(PayloadTooLarge, match="encode to more than"):
+        decode_request("p", json.dumps(document).encode(), None, OTLP_JSON, 1 << 20)
+    assert decode_request("p", body, None, OTLP_JSON, 1 << 20).spans == 200  # the same spans alone pass

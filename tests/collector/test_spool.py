@@ -175,3 +175,25 @@ def test_concurrent_appends_all_commit_with_distinct_ids(tmp_path):
     assert (spool.depth().entries, spool.depth().rows) == (400, 800)
     batch = spool.next_batch(max_rows=10_000, max_bytes=1 << 30)
     assert batch.entries == 400 and batch.rows.count(b"\n") == 800
+
+
+def test_batches_are_capped_by_raw_bytes_not_by_what_compression_leaves(tmp_path):
+    # 1 MiB of rows that LZ4 stores in a few KiB each: by stored size all of them would fit one
+    # batch of 1 MiB; by raw size, one entry per batch.
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    big = encode_rows([{"SpanId": "a", "text": "x" * (1 << 20)}])
+    ids = [spool.append(entry("p", big, 1)) for _ in range(3)]
+    assert spool.depth().bytes < 3 * (1 << 20) // 50
+    batch = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    assert (batch.first_id, batch.last_id) == (ids[0], ids[0])
+
+
+def test_a_span_twice_in_a_batch_is_in_it_once(tmp_path):
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    keys = [("1700000000.000000000", "ab" * 16, "cd" * 8), ("1700000000.000000001", "ab" * 16, "ef" * 8)]
+    for _ in range(2):
+        spool.append(Entry.compress("p", rows(2), 2, days=(20_000, 20_000), keys=keys))
+    batch = spool.next_batch(max_rows=100, max_bytes=1 << 30)
+    assert (batch.entries, batch.row_count, batch.rows) == (2, 4, rows(2))
+    assert batch.keys == (("p", "ab" * 16, "cd" * 8), ("p", "ab" * 16, "ef" * 8))
+    assert batch.ts_range == (1_700_000_000 * 10**9, 1_700_000_000 * 10**9 + 1)

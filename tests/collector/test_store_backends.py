@@ -6,6 +6,7 @@ chDB (the real engine and formats; only the HTTP framing is the test's own)."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from infersight import sdk
 from infersight.collector import StoreError, encode_rows
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import ClickHouseStore, cluster_statements
+from infersight.collector.store import ClickHouseStore, cluster_statements, held_spans
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for_spans
 
@@ -148,3 +149,14 @@ def test_text_values_arrive_exactly_as_given(backend):
     for value in ("a\tb", "a\\tb", "\\N", "back\\slash", "line\nbreak", "quote'd"):
         (row,) = backend.query("SELECT {v:String} AS echoed, isNull({v:Nullable(String)}) AS null", {"v": value})
         assert (row["echoed"], row["null"]) == (value, 0), value
+
+
+def test_held_spans_finds_the_stored_ones_in_the_project_and_time_range(backend):
+    project, rows, span_ids = project_rows(3)
+    backend.insert("otel_traces", rows)
+    (trace_id,) = {json.loads(line)["TraceId"] for line in rows.splitlines()}
+    now = time.time_ns()
+    asked = [(project, trace_id, span_id) for span_id in span_ids] + [(project, trace_id, "f" * 16), None]
+    assert held_spans(backend, asked, (now - 3600 * 10**9, now)) == set(asked[:3])
+    assert held_spans(backend, [("elsewhere", trace_id, span_ids[0])], (now - 3600 * 10**9, now)) == set()
+    assert held_spans(backend, asked, (now - 7200 * 10**9, now - 3600 * 10**9)) == set()  # another hour

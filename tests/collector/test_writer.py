@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
 from infersight.collector._counters import Counters
-from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, to_rows
+from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, span_keys, to_rows
 from infersight.collector.spool import Entry, Spool, SpoolWriter
 from infersight.collector.store import encode_rows
 from infersight.collector.web import ProjectKeys
@@ -23,18 +23,22 @@ def new_project() -> str:
     return f"writer-test-{next(_projects)}"
 
 
-def spooled(spool: Spool, project: str, spans: int, *, day_offsets: list[int] | None = None) -> list[str]:
+def spooled(
+    spool: Spool, project: str, spans: int, *, day_offsets: list[int] | None = None, legacy: bool = False
+) -> list[str]:
     """Append one request of ``spans`` spans for ``project``; returns their span ids.
 
     ``day_offsets``: move span ``i`` that many days into the past, with the entry's days set
-    accordingly (as the decoder does; it would reject most such spans at the door).
+    accordingly (as the decoder does; it would reject most such spans at the door). ``legacy``:
+    an entry as an older collector wrote it, without its spans' keys.
     """
     body, span_ids = genai_spans_json(spans)
     rows = to_rows(parse_traces(body, JSON), project)
     for row, days in zip(rows, day_offsets or [], strict=False):
         seconds = int(row["Timestamp"][:-10]) - days * 86_400
         row["Timestamp"] = f"{seconds:010d}{row['Timestamp'][-10:]}"
-    spool.append(Entry.compress(project, encode_rows(rows), spans, days=day_range(rows)))
+    keys = None if legacy else span_keys(rows)
+    spool.append(Entry.compress(project, encode_rows(rows), spans, days=day_range(rows), keys=keys))
     return span_ids
 
 
@@ -100,7 +104,7 @@ def test_a_batch_stored_just_before_a_crash_is_not_stored_twice(store, tmp_path)
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 30)
     first = spooled(spool, project, 3) + spooled(spool, project, 3)
-    batch = spool.next_batch(max_rows=1000, max_bytes=1 << 30)
+    batch = spool.decide(spool.next_batch(max_rows=1000, max_bytes=1 << 30), set())  # as the writer does
     store.insert("otel_traces", batch.rows, dedup_token=batch.dedup_token)
     spool.close()  # killed after the insert, before done(): the spool still holds the batch
 
