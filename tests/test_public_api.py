@@ -20,17 +20,18 @@ EXPECTED = {
     ],
     store: [
         "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "PENDING_DEAD_LETTERS", "Store",
-        "StoreError", "UNPRICED", "bucket_value", "call_figures", "clickhouse_time", "cluster_statements",
-        "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql", "insert_error", "kind_of",
-        "merge_histograms", "operation_of", "operations_of", "percentiles", "queues", "recent_spans",
-        "since_to_unix_ns", "statements", "summary", "usd_text",
+        "StoreError", "UNPRICED", "bucket_value", "call_figures", "check_choice", "check_text", "clickhouse_time",
+        "cluster_statements", "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql",
+        "insert_error", "kind_of", "merge_histograms", "operation_of", "operations_of", "percentiles", "queues",
+        "recent_spans",
+        "shown", "since_ns", "since_to_unix_ns", "statements", "summary", "usd_text",
     ],
     alerts: [
         "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],
-    dashboards: ["SECURITY_HEADERS", "report_cli", "router", "store_unavailable"],
+    dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",
         "DriftReport", "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
