@@ -50,10 +50,10 @@ class UnreadBodyDrain:
         self.drain_s = drain_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _has_body(scope):
+        body = _body_state(scope) if scope["type"] == "http" else None
+        if body is None:
             await self.app(scope, receive, send)
             return
-        body = _BodyState(expects_continue=_header(scope, b"expect").lower() == b"100-continue")
 
         async def tracked_receive() -> Message:
             message = await receive()
@@ -61,13 +61,14 @@ class UnreadBodyDrain:
             return message
 
         async def draining_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and body.unread:
-                message = {**message, "headers": [*_without_connection(message), (b"connection", b"close")]}
-            elif message["type"] == "http.response.body" and not message.get("more_body") and body.unread:
-                await send({**message, "more_body": True})
-                if body.can_read:
-                    await self._drain(receive)
-                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            if body.unread:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*_without_connection(message), (b"connection", b"close")]}
+                elif message["type"] == "http.response.body" and not message.get("more_body"):
+                    await send({**message, "more_body": True})
+                    if body.can_read:
+                        await self._drain(receive)
+                    message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
         await self.app(scope, tracked_receive, draining_send)
@@ -103,16 +104,17 @@ class _BodyState:
         return self.started or not self.expects_continue
 
 
-def _header(scope: Scope, name: bytes) -> bytes:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value)
-    return b""
-
-
-def _has_body(scope: Scope) -> bool:
-    length = _header(scope, b"content-length").strip()
-    return bool(_header(scope, b"transfer-encoding")) or (length not in (b"", b"0"))
+def _body_state(scope: Scope) -> _BodyState | None:
+    """A tracker for the request's body, or ``None`` when it has none (one pass over the headers)."""
+    has_body, expects_continue = False, False
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            has_body = value.strip() not in (b"", b"0")
+        elif key == b"transfer-encoding":
+            has_body = True
+        elif key == b"expect":
+            expects_continue = value.lower() == b"100-continue"
+    return _BodyState(expects_continue=expects_continue) if has_body else None
 
 
 def _without_connection(message: Message) -> list[tuple[bytes, bytes]]:

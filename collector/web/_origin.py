@@ -46,6 +46,7 @@ def cross_site_reason(request: Request) -> str | None:
     return None
 
 
+# async although they never await: FastAPI runs a plain ``def`` dependency in its thread pool.
 async def _same_origin(request: Request) -> None:
     reason = cross_site_reason(request)
     if reason is None and "sec-fetch-site" not in request.headers and "origin" not in request.headers:
