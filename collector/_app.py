@@ -7,18 +7,21 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 
 from ._counters import Counters
 from ._jobs import Scheduler
 from ._settings import Settings
-from .errors import StoreError
+from .errors import BadRequest, StoreError
 from .ingest import Decoder, default_workers
 from .ingest import router as ingest_router
 from .spool import Spool, SpoolWriter
 from .store import Store
 from .web import Authenticator, ProjectKeys
 from .web._api import router as api_router
+from .web._body import UnreadBodyDrain
 from .web._metrics import router as metrics_router
+from .web._refusals import bad_request, invalid_parameter
 from .web._security import SecurityHeaders, store_unavailable
 
 logger = logging.getLogger("infersight.collector")
@@ -98,8 +101,11 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.counters = Counters()
+    app.add_middleware(UnreadBodyDrain)
     app.add_middleware(SecurityHeaders, headers=SECURITY_HEADERS)
     app.add_exception_handler(StoreError, store_unavailable)
+    app.add_exception_handler(BadRequest, bad_request)
+    app.add_exception_handler(RequestValidationError, invalid_parameter)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

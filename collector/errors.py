@@ -3,6 +3,7 @@
     InfersightError
     ├── BadRequest            a client sent something we cannot accept (HTTP 4xx)
     │   ├── Unauthorized      no API key, or one that is unknown or revoked (401)
+    │   ├── Forbidden         a browser form posted from another site, or from nowhere known (403)
     │   ├── RequestTimeout    the body did not arrive within the time allowed (408)
     │   ├── PayloadTooLarge   body above the size limit after decompression (413)
     │   └── UnsupportedMediaType  neither protobuf nor JSON (415)
@@ -26,6 +27,10 @@ class BadRequest(InfersightError):
 
 class Unauthorized(BadRequest):
     status_code = 401
+
+
+class Forbidden(BadRequest):
+    status_code = 403
 
 
 class RequestTimeout(BadRequest):

@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 
     router: APIRouter
 
+    def error_page(message: str, status_code: int) -> HTMLResponse: ...
+
     def store_unavailable(message: str) -> HTMLResponse: ...
 
-__all__ = ["SECURITY_HEADERS", "report_cli", "router", "store_unavailable"]
+__all__ = ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"]
 
 
 def __getattr__(name: str) -> Any:
@@ -29,8 +31,8 @@ def __getattr__(name: str) -> Any:
         from ._pages import router
 
         return router
-    if name == "store_unavailable":
-        from ._render import store_unavailable
+    if name in ("error_page", "store_unavailable"):
+        from . import _render
 
-        return store_unavailable
+        return getattr(_render, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

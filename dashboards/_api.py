@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
 from infersight.collector.errors import BadRequest
+from infersight.collector.store import check_choice
 from infersight.collector.web import ApiProjectDep, StoreDep
 
 from ._filters import View, view_from_since
@@ -20,16 +21,14 @@ from ._quality import quality as quality_data
 from ._queries import COST_BY
 from ._queries import cost as cost_data
 from ._queries import latency as latency_data
-from ._traces import search, trace
+from ._traces import AT_MAX_S, search, trace
 
 router = APIRouter(prefix="/api/v1")
+AtQuery = Query(None, ge=0, le=AT_MAX_S, description="A Unix time (seconds) near the trace, to read less.")
 
 
 def _view(since: str, service: str | None, route: str | None, tenant: str | None, model: str | None) -> View:
-    try:
-        return view_from_since(since, {"service": service, "route": route, "tenant": tenant, "model": model})
-    except BadRequest as exc:
-        raise HTTPException(400, str(exc)) from exc
+    return view_from_since(since, {"service": service, "route": route, "tenant": tenant, "model": model})
 
 
 @router.get("/latency")
@@ -46,12 +45,12 @@ async def latency(
 @router.get("/cost")
 async def cost(
     store: StoreDep, project: ApiProjectDep, since: str = "24h",
-    by: str = Query("tenant", pattern="^(tenant|route|model)$"),
+    by: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
     """Spend totals; per tenant, route and model; over time per ``by``; top users; cost findings."""
     view = _view(since, service, route, tenant, model)
-    return await run_in_threadpool(cost_data, store, project, view, by if by in COST_BY else "tenant")
+    return await run_in_threadpool(cost_data, store, project, view, check_choice("by", by, COST_BY, "tenant"))
 
 
 @router.get("/quality")
@@ -73,16 +72,13 @@ async def traces(
 ) -> dict[str, Any]:
     """The newest traces matching every filter (``status``, detection ``label``, text ``q``)."""
     view = _view(since, service, route, tenant, model)
-    try:
-        return await run_in_threadpool(
-            lambda: search(store, project, view, status=status, label=label, text=q, limit=limit)
-        )
-    except BadRequest as exc:
-        raise HTTPException(400, str(exc)) from exc
+    return await run_in_threadpool(
+        lambda: search(store, project, view, status=status, label=label, text=q, limit=limit)
+    )
 
 
 @router.get("/traces/{trace_id}")
-async def one_trace(store: StoreDep, project: ApiProjectDep, trace_id: str, at: int | None = None) -> dict[str, Any]:
+async def one_trace(store: StoreDep, project: ApiProjectDep, trace_id: str, at: int | None = AtQuery) -> dict[str, Any]:
     """Every span of one trace with its latency segments, content, detections and judge scores."""
     try:
         data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))

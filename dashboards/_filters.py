@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import math
 import time
-import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from infersight.collector.errors import BadRequest
-from infersight.collector.store import since_to_unix_ns
+from infersight.collector.store import check_choice, check_text, since_ns, since_to_unix_ns
 
 NS = 1_000_000_000
 HOUR_NS = 3600 * NS
@@ -84,13 +82,7 @@ def check_value(name: str, value: str | None) -> str | None:
     Any printable text is fine (quotes, SQL, any script): values are bound, never formatted
     into SQL. Control characters and overly long values are refused.
     """
-    if value is None or value == "":
-        return None
-    if len(value) > FILTER_MAX_CHARS:
-        raise BadRequest(f"The '{name}' filter must be at most {FILTER_MAX_CHARS} characters; got {len(value)}.")
-    if any(unicodedata.category(ch) == "Cc" for ch in value):
-        raise BadRequest(f"The '{name}' filter must not contain control characters; got {value!r}.")
-    return value
+    return check_text(name, value, max_chars=FILTER_MAX_CHARS)
 
 
 def bucket_for(span_s: float) -> int:
@@ -101,10 +93,12 @@ def bucket_for(span_s: float) -> int:
     return 7 * 86400
 
 
-def view_from_range(range_key: str, filters: dict[str, str | None], *, now_ns: int | None = None) -> View:
-    """The view of a page: ``range_key`` from :data:`RANGES` (else the default) up to now."""
-    if range_key not in RANGES:
-        range_key = DEFAULT_RANGE
+def view_from_range(range_key: str | None, filters: dict[str, str | None], *, now_ns: int | None = None) -> View:
+    """The view of a page: ``range_key`` from :data:`RANGES` (the default when absent) up to now.
+
+    Raises :class:`BadRequest` for a range off the menu or an unusable filter value.
+    """
+    range_key = check_choice("range", range_key, RANGES, DEFAULT_RANGE)
     end = time.time_ns() if now_ns is None else now_ns
     start = since_to_unix_ns(range_key, now_s=end / NS)
     return View(start, end, RANGES[range_key][1], _checked(filters), range_key)
@@ -118,9 +112,7 @@ def view_from_since(since: str, filters: dict[str, str | None], *, now_ns: int |
     if since.strip() in RANGES:
         return view_from_range(since.strip(), filters, now_ns=now_ns)
     end = time.time_ns() if now_ns is None else now_ns
-    start = since_to_unix_ns(since, now_s=end / NS)
-    if start >= end:
-        raise BadRequest(f"'since' must be in the past; got {since!r}")
+    start = since_ns(since, now_ns=end)
     return View(start, end, bucket_for((end - start) / NS), _checked(filters))
 
 

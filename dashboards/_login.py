@@ -1,15 +1,20 @@
-"""``/login`` and ``/logout``: a dashboard session from a project API key, in a signed cookie."""
+"""``/login`` and ``/logout``: a dashboard session from a project API key, in a signed cookie.
+
+Both forms are refused unless the browser shows they were posted from the collector's own
+pages (``SameOriginDep``): another site must neither log this browser into its project nor log
+it out. Logging out ends the session on the server, not only in this browser's cookie jar.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from infersight.collector.errors import Unauthorized
-from infersight.collector.web import SESSION_COOKIE, SESSION_MAX_AGE_S, AuthenticatorDep
+from infersight.collector.web import SESSION_COOKIE, SESSION_MAX_AGE_S, AuthenticatorDep, SameOriginDep
 
 from ._render import html
 
@@ -37,14 +42,10 @@ async def login_form(auth: AuthenticatorDep, next: str = "/") -> Response:
 
 
 @router.post("/login")
-async def login(request: Request, auth: AuthenticatorDep) -> Response:
+async def login(request: Request, auth: AuthenticatorDep, _: SameOriginDep) -> Response:
     """Check the key and set the session cookie (HttpOnly, SameSite=Lax, signed, 12 h)."""
     if auth is None:
         return RedirectResponse("/", 303)
-    origin = request.headers.get("origin")
-    if origin and urlsplit(origin).netloc != request.headers.get("host"):
-        # A form posted from another site must not log this browser into the poster's project.
-        return Response("cross-site login refused", 403)
     body = b""
     async for chunk in request.stream():
         body += chunk
@@ -71,8 +72,11 @@ async def login(request: Request, auth: AuthenticatorDep) -> Response:
 
 
 @router.post("/logout")
-async def logout() -> Response:
-    """Forget the session cookie and go back to the login form."""
+async def logout(request: Request, auth: AuthenticatorDep, _: SameOriginDep) -> Response:
+    """End the session (a copy of its cookie no longer works), forget the cookie, and go back
+    to the login form."""
+    if auth is not None:
+        await run_in_threadpool(auth.end_session, request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", 303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response

@@ -2,8 +2,10 @@
 
 Every page reads the session's project (a login with a project key, or the ``--no-auth``
 project) and takes the same filters: ``range`` from the menu and ``service``, ``route``,
-``tenant``, ``model``. Pages carry no JavaScript and are served with a Content-Security-Policy
-that forbids it, so text from spans can only ever be text.
+``tenant``, ``model``. A value a page cannot use is answered 400 with what is wrong with it
+(:class:`BadRequest`, rendered by the app's handler), never read as something else. Pages carry
+no JavaScript and are served with a Content-Security-Policy that forbids it, so text from
+spans can only ever be text.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from infersight.collector.errors import BadRequest
-from infersight.collector.store import Store, since_to_unix_ns, summary
+from infersight.collector.store import Store, check_choice, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
 from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep
 
 from . import _api, _login
+from ._api import AtQuery
 from ._charts import waterfall
 from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
-from ._filters import DEFAULT_RANGE, DIMENSIONS, RANGES, View, check_value, view_from_range
+from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range
 from ._quality import quality
 from ._queries import COST_BY, alerts, cost, latency, options, queue_series
 from ._render import html
@@ -36,21 +39,16 @@ router.include_router(_api.router)
 OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
 
 
-def page_view(request: Request) -> tuple[View, str | None]:
-    """The view a page's query string asks for; invalid filters are dropped with a message."""
+def page_view(request: Request) -> View:
+    """The view a page's query string asks for; :class:`BadRequest` for a value it cannot use."""
     query = request.query_params
-    range_key = query.get("range", DEFAULT_RANGE)
-    filters = {dim: query.get(dim) for dim in DIMENSIONS}
-    try:
-        return view_from_range(range_key, filters), None
-    except BadRequest as exc:
-        return view_from_range(range_key, {}), str(exc)
+    return view_from_range(query.get("range"), {dim: query.get(dim) for dim in DIMENSIONS})
 
 
-def _context(page: str, project: str, auth: Any, view: View, error: str | None, **extra: Any) -> dict[str, Any]:
+def _context(page: str, project: str, auth: Any, view: View, **extra: Any) -> dict[str, Any]:
     args = view.query_args()
     return {
-        "page": page, "project": project, "logout": auth is not None, "view": view, "error": error,
+        "page": page, "project": project, "logout": auth is not None, "view": view, "error": None,
         "ranges": RANGES, "nav_qs": "?" + urlencode(args) if args else "", **extra,
     }
 
@@ -58,12 +56,11 @@ def _context(page: str, project: str, auth: Any, view: View, error: str | None, 
 @router.get("/", response_class=HTMLResponse)
 async def overview(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
-    not_analysed: PageNotAnalysedDep, range: str = "1h",
+    not_analysed: PageNotAnalysedDep, range: str | None = None,
 ) -> HTMLResponse:
     """Spans, error rate, cost per tenant and latency percentiles of the session's project, and
     the outputs the inline detectors did not analyse since the collector started."""
-    if range not in OVERVIEW_RANGES:
-        range = "1h"
+    range = check_choice("range", range, OVERVIEW_RANGES, "1h")
     data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
     max_cost = max((t["cost_usd"] for t in data["tenants"]), default=0.0) or 1.0
     return html(
@@ -82,11 +79,8 @@ async def latency_page(
 ) -> HTMLResponse:
     """TTFT split into queue wait and prefill, ITL, TPOT and end-to-end percentiles over time;
     the slowest routes; retrieval and rerank next to generation; the reported queues."""
-    view, error = page_view(request)
-    try:
-        queue = check_value("queue", queue)
-    except BadRequest as exc:
-        queue, error = None, str(exc)
+    view = page_view(request)
+    queue = check_value("queue", queue)
 
     def load() -> tuple[Any, ...]:
         data, opts = _with_options(store, project, view, latency)
@@ -98,7 +92,7 @@ async def latency_page(
 
     data, opts, queues, depth = await run_in_threadpool(load)
     return html(
-        "latency.html", **_context("latency", project, auth, view, error), data=data, options=opts,
+        "latency.html", **_context("latency", project, auth, view), data=data, options=opts,
         figures=latency_figures(data), queues=queues, queue=queue,
         queue_chart=queue_figure(depth) if depth else None,
     )
@@ -106,15 +100,15 @@ async def latency_page(
 
 @router.get("/cost", response_class=HTMLResponse)
 async def cost_page(
-    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, by: str = "tenant"
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, by: str | None = None
 ) -> HTMLResponse:
     """Spend per tenant, route and model over time; top spenders; cost per 1k calls; cost
     loops and context stuffing found."""
-    view, error = page_view(request)
-    by = by if by in COST_BY else "tenant"
+    view = page_view(request)
+    by = check_choice("by", by, COST_BY, "tenant")
     data, opts = await run_in_threadpool(_with_options, store, project, view, cost, by)
     return html(
-        "cost.html", **_context("cost", project, auth, view, error), data=data, options=opts,
+        "cost.html", **_context("cost", project, auth, view), data=data, options=opts,
         figures=cost_figures(data), by_choices=COST_BY,
     )
 
@@ -125,10 +119,10 @@ async def quality_page(
 ) -> HTMLResponse:
     """Soft-failure rates over time and per label, judge scores by week and app version (like
     for like), and drift findings with their explanations."""
-    view, error = page_view(request)
+    view = page_view(request)
     data, opts = await run_in_threadpool(_with_options, store, project, view, quality)
     return html(
-        "quality.html", **_context("quality", project, auth, view, error), data=data, options=opts,
+        "quality.html", **_context("quality", project, auth, view), data=data, options=opts,
         figures=quality_figures(data),
     )
 
@@ -138,9 +132,9 @@ async def alerts_page(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
 ) -> HTMLResponse:
     """Alerts firing now and their history, each linked to the view that explains it."""
-    view, error = page_view(request)
+    view = page_view(request)
     data, opts = await run_in_threadpool(_with_options, store, project, view, alerts)
-    return html("alerts.html", **_context("alerts", project, auth, view, error), data=data, options=opts)
+    return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts)
 
 
 @router.get("/traces", response_class=HTMLResponse)
@@ -149,15 +143,9 @@ async def traces_page(
     status: str | None = None, label: str | None = None, q: str | None = None,
 ) -> HTMLResponse:
     """Trace search by tenant, route, status, detector label and text, newest first."""
-    view, error = page_view(request)
-    status = status if status in STATUSES else None
-    criteria = {"status": status, "label": label, "q": q}
-    try:
-        check_value("label", label)
-        check_value("q", q)
-    except BadRequest as exc:
-        criteria.update(label=None, q=None)
-        error = str(exc)
+    view = page_view(request)
+    status = check_choice("status", status, STATUSES, "") or None
+    criteria = {"status": status, "label": check_value("label", label), "q": check_value("q", q)}
 
     def load() -> tuple[Any, ...]:
         found = search(store, project, view, status=status, label=criteria["label"], text=criteria["q"])
@@ -165,7 +153,7 @@ async def traces_page(
 
     data, opts = await run_in_threadpool(load)
     extra = {k: v for k, v in criteria.items() if v}
-    ctx = _context("traces", project, auth, view, error)
+    ctx = _context("traces", project, auth, view)
     return html("traces.html", **ctx, data=data, options=opts, criteria=criteria, statuses=STATUSES,
                 search_qs=urlencode({**view.query_args(), **extra}))
 
@@ -173,12 +161,12 @@ async def traces_page(
 @router.get("/traces/{trace_id}", response_class=HTMLResponse)
 async def trace_page(
     request: Request, trace_id: str, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
-    at: int | None = None,
+    at: int | None = AtQuery,
 ) -> HTMLResponse:
     """One trace as a waterfall; each LLM call with its queue wait, prefill and decode, prompt,
     output, detections and judge scores."""
-    view, _ = page_view(request)
-    ctx = _context("traces", project, auth, view, None)
+    view = page_view(request)
+    ctx = _context("traces", project, auth, view)
     try:
         data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))
     except BadRequest as exc:

@@ -98,6 +98,7 @@ def judge_trends(store: Store, project: str, view: View, *, weeks: int = JUDGE_W
     end_s = view.end_ns // NS
     start_s = min(view.start_ns // NS, end_s - weeks * WEEK_S)
     start_s -= (start_s // 86400 + 3) % 7 * 86400 + start_s % 86400  # back to a Monday 00:00 UTC
+    start_s = max(start_s, 0)  # 1970 began on a Thursday; no DateTime holds the Monday before
     params: dict[str, Any] = {"project": project, "start_s": start_s, "end_ns": view.end_ns}
     try:
         rows = store.query(

@@ -35,9 +35,15 @@ def html(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(env.get_template(template).render(**context), status_code)
 
 
+def error_page(message: str, status_code: int) -> HTMLResponse:
+    """The page for a request no page can answer: the status and why (a refused parameter, a
+    refused cross-site form, a read the store refused), with the navigation to carry on."""
+    return html("base.html", status_code, error=message, page=None, project=None)
+
+
 def store_unavailable(message: str) -> HTMLResponse:
     """The page for any dashboard while the store cannot answer: 503, the reason, and a retry hint."""
-    response = html("base.html", 503, error=f"The store is unavailable, so this page cannot show data: {message}. "
-                    "Spans keep arriving in the spool; reload in a moment.", page=None, project=None)
+    response = error_page(f"The store is unavailable, so this page cannot show data: {message}. "
+                          "Spans keep arriving in the spool; reload in a moment.", 503)
     response.headers["retry-after"] = "5"
     return response

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import BadRequest, StoreError
-from infersight.collector.store import Store
+from infersight.collector.store import Store, check_choice
 from infersight.detectors import parse_messages
 
 from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
@@ -20,6 +20,8 @@ SEARCH_LIMIT = 50
 _CANDIDATE_SPANS = 2000
 _TRACE_MAX_SPANS = 2000
 _CONTEXT_NS = 86400 * NS  # how far around ``at`` to look for a trace's spans
+# The last ``at`` (Unix seconds) whose window still fits ClickHouse's Int64 nanoseconds (2262).
+AT_MAX_S = (2**63 - 1 - _CONTEXT_NS) // NS
 _CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 
 
@@ -43,8 +45,7 @@ def search(
     Returns the window and ``traces``: per trace its start, duration, services, routes,
     tenants, models, span/LLM-call/error counts, tokens, cost and detection labels.
     """
-    if status not in (None, "", *STATUSES):
-        raise BadRequest(f"The 'status' filter must be one of {', '.join(STATUSES)}; got {status!r}.")
+    status = check_choice("status", status, STATUSES, "") or None
     label = check_value("label", label)
     text = check_value("q", text)
     params: dict[str, Any] = {"project": project, "start_ns": view.start_ns, "end_ns": view.end_ns,

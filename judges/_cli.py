@@ -53,7 +53,7 @@ def _since_ns(value: str, param: str = "--since") -> int:
     from infersight.collector.store import since_to_unix_ns
 
     try:
-        return since_to_unix_ns(value)
+        return since_to_unix_ns(value, name=param.lstrip("-"))
     except BadRequest as exc:
         raise click.BadParameter(str(exc), param_hint=param) from exc
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..errors import DataDirLocked, StoreError
 from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
+from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
@@ -21,7 +22,7 @@ from ._metrics import UNPRICED, call_figures, usd_text
 from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
-from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
+from ._time import clickhouse_time, day_or_yesterday, shown, since_to_unix_ns
 
 __all__ = [
     "ChdbStore",
@@ -35,6 +36,8 @@ __all__ = [
     "UNPRICED",
     "bucket_value",
     "call_figures",
+    "check_choice",
+    "check_text",
     "clickhouse_time",
     "cluster_statements",
     "day_or_yesterday",
@@ -51,6 +54,8 @@ __all__ = [
     "percentiles",
     "queues",
     "recent_spans",
+    "shown",
+    "since_ns",
     "since_to_unix_ns",
     "statements",
     "summary",

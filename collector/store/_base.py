@@ -82,6 +82,18 @@ def insert_error(table: str, exc: BaseException) -> StoreError:
     return StoreError(f"insert into {table} failed: {message}", transient=transient)
 
 
+def query_error(exc: BaseException) -> StoreError:
+    """``exc`` raised by a query as a :class:`StoreError`.
+
+    Transient (an outage: readers answer 503 and ask to retry) unless ClickHouse answered with
+    an error that is not one of the passing kinds: then the query itself is at fault, and the
+    same query will fail the same way however often it is retried.
+    """
+    message = str(exc)
+    transient = not _CODE.search(message) or bool(set(_ERROR_NAME.findall(message)) & _TRANSIENT)
+    return StoreError(f"query failed: {message}", transient=transient)
+
+
 class Store(Protocol):
     """A ClickHouse database holding the infersight schema.
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import StoreError
 from . import _schema
-from ._base import insert_error, insert_settings
+from ._base import insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -76,7 +76,7 @@ class ClickHouseStore:
             bound = {k: list(v) if isinstance(v, tuple) else v for k, v in (params or {}).items()}
             data = self._client.raw_query(sql, parameters=bound, fmt="JSONEachRow")
         except Exception as exc:
-            raise StoreError(f"query failed: {exc}") from exc
+            raise query_error(exc) from exc
         return [json.loads(line) for line in data.splitlines() if line]
 
     def close(self) -> None:

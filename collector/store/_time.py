@@ -13,26 +13,46 @@ _LOOKBACK = re.compile(r"^(\d{1,7})([smhdw])$")
 # DateTime64(9) holds 1970-01-01 to 2262-04-11; days and times outside would fail the query.
 _FIRST_DAY, _LAST_DAY = date(1970, 1, 1), date(2262, 4, 10)
 _LAST_NS = 9_223_372_036 * 10**9
+_SHOWN_CHARS = 64
 
 
-def since_to_unix_ns(since: str, *, now_s: float | None = None) -> int:
-    """Start of the range in Unix nanoseconds; a start before 1970 is 1970 (nothing is older).
+def since_to_unix_ns(since: str, *, now_s: float | None = None, name: str = "since") -> int:
+    """Start of the range in Unix nanoseconds; a time past 2262-04-11 reads as that day.
 
-    Raises :class:`BadRequest` with the accepted forms when ``since`` is neither form.
+    Raises :class:`BadRequest`, naming the parameter ``name``, when ``since`` is neither form or
+    lies before 1970: the store holds nothing older, and a silently narrowed range would answer a
+    question the caller did not ask.
     """
     now = time.time() if now_s is None else now_s
-    match = _LOOKBACK.match(since.strip())
+    text = since.strip()
+    match = _LOOKBACK.match(text)
     if match:
-        return max(int((now - int(match.group(1)) * _UNITS[match.group(2)]) * 1e9), 0)
-    try:
-        moment = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
-    except ValueError:
+        if int(match.group(1)) == 0:
+            raise BadRequest(f"The '{name}' parameter must be a look-back longer than 0; got {shown(since)}.")
+        start_ns = int((now - int(match.group(1)) * _UNITS[match.group(2)]) * 1e9)
+    else:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise BadRequest(
+                f"The '{name}' parameter must be a look-back like 15m, 24h, 7d or an ISO 8601 time; "
+                f"got {shown(since)}."
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        start_ns = min(int(moment.timestamp() * 1e9), _LAST_NS)
+    if start_ns < 0:
         raise BadRequest(
-            f"'since' must be a look-back like 15m, 24h, 7d or an ISO 8601 time; got {since!r}"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return min(max(int(moment.timestamp() * 1e9), 0), _LAST_NS)
+            f"The '{name}' parameter must not reach before 1970-01-01T00:00:00Z (the store holds nothing "
+            f"older); got {shown(since)}."
+        )
+    return start_ns
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal quotes it: ``repr``, cut to a readable length."""
+    text = value if isinstance(value, str) else str(value)
+    return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
 
 
 def day_or_yesterday(value: str | None) -> date:
@@ -42,9 +62,12 @@ def day_or_yesterday(value: str | None) -> date:
     try:
         day = date.fromisoformat(value)
     except ValueError:
-        raise BadRequest(f"'date' must be YYYY-MM-DD; got {value!r}") from None
+        raise BadRequest(f"The 'date' parameter must be YYYY-MM-DD; got {shown(value)}.") from None
     if not _FIRST_DAY <= day <= _LAST_DAY:
-        raise BadRequest(f"'date' must be between {_FIRST_DAY} and {_LAST_DAY} (what the store can hold); got {value}")
+        raise BadRequest(
+            f"The 'date' parameter must be between {_FIRST_DAY} and {_LAST_DAY} (what the store can hold); "
+            f"got {value}."
+        )
     return day
 
 

@@ -3,35 +3,21 @@ one write, putting the project's dead letters back once their cause is fixed."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from ..errors import BadRequest
 from ..spool import pending_dead_letters, replay_dead_letters
-from ..store import day_or_yesterday, recent_spans, since_to_unix_ns
+from ..store import check_text, day_or_yesterday, recent_spans
 from ..store import detections as detection_rows
 from ..store import queues as queue_rows
+from ..store import since_ns as _since_ns
 from ..store import summary as summary_of
 from ._deps import ApiProjectDep, StoreDep
+from ._origin import NotCrossSiteDep
 
 router = APIRouter(prefix="/api/v1")
-
-
-def _parse_day(value: str | None) -> date:
-    try:
-        return day_or_yesterday(value)
-    except BadRequest as exc:
-        raise HTTPException(status_code=400, detail=str(exc)) from exc
-
-
-def _since_ns(since: str) -> int:
-    try:
-        return since_to_unix_ns(since)
-    except BadRequest as exc:
-        raise HTTPException(status_code=400, detail=str(exc)) from exc
 
 
 @router.get("/summary")
@@ -63,6 +49,7 @@ async def detections(
     limit: int = Query(1000, ge=1, le=10_000),
 ) -> dict[str, Any]:
     """Soft failures found in LLM outputs (repetition, json, refusal, truncation), newest first."""
+    detector = check_text("detector", detector)
     rows = await run_in_threadpool(detection_rows, store, project, _since_ns(since), detector, limit)
     return {"since": since, "detections": rows}
 
@@ -112,7 +99,7 @@ async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = Non
 
     from ..alerts._digest import build_digest
 
-    result = await run_in_threadpool(build_digest, store, project, _parse_day(date))
+    result = await run_in_threadpool(build_digest, store, project, day_or_yesterday(date))
     return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
 
 
@@ -123,7 +110,7 @@ async def dead_letters(store: StoreDep, project: ApiProjectDep) -> dict[str, Any
 
 
 @router.post("/dead_letters/replay")
-async def replay(request: Request, store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def replay(request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
     """Insert the project's dead letters again; those the store refuses again stay, with the reason."""
     outcome = await run_in_threadpool(replay_dead_letters, store, project, request.app.state.decoder.detect)
     return {"replayed_requests": outcome.requests, "replayed_spans": outcome.spans, "refused": outcome.refused}

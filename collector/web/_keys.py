@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS project_keys (
     revoked_s REAL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ended_sessions (session_id TEXT PRIMARY KEY, until_s REAL NOT NULL);
 """
 
 
@@ -147,12 +148,24 @@ class ProjectKeys:
             return None
         return rows[0][1]
 
-    def project_for_prefix(self, prefix: str) -> str | None:
-        """The project of the active key with this exact display prefix, or ``None``."""
+    def project_for_session(self, prefix: str, session_id: str) -> str | None:
+        """The project of the active key with display prefix ``prefix``, or ``None`` when that key
+        is revoked or the session ``session_id`` has ended."""
         rows = self._execute(
-            "SELECT project FROM project_keys WHERE prefix = ? AND revoked_s IS NULL", (prefix,)
+            "SELECT project FROM project_keys WHERE prefix = ? AND revoked_s IS NULL"
+            " AND NOT EXISTS (SELECT 1 FROM ended_sessions WHERE session_id = ?)",
+            (prefix, session_id),
         )
         return rows[0][0] if rows else None
+
+    def end_session(self, session_id: str, until_s: float, *, now_s: float | None = None) -> None:
+        """Remember that ``session_id`` has ended until ``until_s``, when its cookie expires anyway;
+        forget the sessions whose cookies have expired."""
+        now = time.time() if now_s is None else now_s
+        self._execute("DELETE FROM ended_sessions WHERE until_s < ?", (now,))
+        self._execute(
+            "INSERT OR REPLACE INTO ended_sessions (session_id, until_s) VALUES (?, ?)", (session_id, until_s)
+        )
 
     def has_active_keys(self) -> bool:
         return bool(self._execute("SELECT 1 FROM project_keys WHERE revoked_s IS NULL LIMIT 1"))

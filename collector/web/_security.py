@@ -1,7 +1,9 @@
-"""What every response gets, whatever route made it: security headers, and 503 for a store outage."""
+"""What every response gets, whatever route made it: security headers, and 503 for a store outage
+(500 for a read the store refused)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import StoreError
 
 RETRY_AFTER_S = 5
+logger = logging.getLogger("infersight.collector")
 
 
 class SecurityHeaders:
@@ -42,9 +45,24 @@ class SecurityHeaders:
 
 
 async def store_unavailable(request: Request, exc: Exception) -> Response:
-    """A read that the store could not answer: 503 with ``Retry-After`` (the outage passes),
-    as JSON under ``/api/`` and as the dashboards' "store unavailable" page elsewhere."""
+    """A read that the store could not answer.
+
+    An outage (``exc.transient``: the store is down, overloaded, or a table is missing until
+    the schema is back) is a 503 with ``Retry-After``, as JSON under ``/api/`` and as the
+    dashboards' "store unavailable" page elsewhere. Anything else is the query's own fault,
+    which no retry cures: a 500 without ``Retry-After``, so a client does not retry forever.
+    (Parameters are checked before they reach the store, :mod:`._params`.)
+    """
     assert isinstance(exc, StoreError)
+    if not exc.transient:
+        logger.error("the store refused a read of %s: %s", request.url.path, exc)
+        message = "the store refused this read; it is a bug in the collector, please report it"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": f"{message}: {exc}"}, 500)
+        from infersight.dashboards import error_page
+
+        failed: Any = error_page(f"{message}: {exc}", 500)
+        return failed
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": f"store unavailable: {exc}"}, 503, headers={"retry-after": str(RETRY_AFTER_S)})
     from infersight.dashboards import store_unavailable as page

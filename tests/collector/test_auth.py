@@ -99,7 +99,7 @@ def test_keys_are_stored_only_as_hashes(auth_collector):
     body, _ = genai_spans_json(2)
     assert httpx.post(f"{url}/v1/traces", content=body, headers={**JSON, **alpha}).status_code == 200
     wait_for_spans(url, 2, alpha)
-    login = httpx.post(f"{url}/login", data={"key": auth_collector.keys["alpha"]})
+    login = httpx.post(f"{url}/login", data={"key": auth_collector.keys["alpha"]}, headers={"origin": url})
     assert login.status_code == 303
     auth_collector.process.stop()
 

@@ -70,11 +70,12 @@ def test_sessions_are_signed_expire_and_end_with_the_key(tmp_path):
     assert key not in cookie
     assert auth.project_for_session(cookie) == "alpha"
 
-    prefix, issued, signature = cookie.split(".")
+    prefix, issued, session_id, signature = cookie.split(".")
     forged = [
-        f"{prefix}.{int(issued) + 1}.{signature}",
-        f"{prefix}.{issued}.{'0' * len(signature)}",
-        f"{prefix}.{issued}",
+        f"{prefix}.{int(issued) + 1}.{session_id}.{signature}",
+        f"{prefix}.{issued}.{'0' * len(session_id)}.{signature}",
+        f"{prefix}.{issued}.{session_id}.{'0' * len(signature)}",
+        f"{prefix}.{issued}.{signature}",
         "",
         None,
     ]
@@ -87,3 +88,28 @@ def test_sessions_are_signed_expire_and_end_with_the_key(tmp_path):
     assert auth.project_for_session(cookie) is None
     with pytest.raises(Unauthorized):
         auth.session_cookie(key)
+
+
+def test_an_ended_session_stays_ended_for_every_reader_until_its_cookie_expires(tmp_path):
+    keys = ProjectKeys(tmp_path)
+    key, _ = keys.create("alpha")
+    auth = Authenticator(keys)  # with its cache: the logout must not wait for it
+    now = 1_700_000_000
+    mine, colleagues = auth.session_cookie(key, now_s=now), auth.session_cookie(key, now_s=now)
+    assert mine != colleagues  # two logins in one second are two sessions
+    assert auth.project_for_session(mine, now_s=now + 1) == "alpha"  # now cached as good
+
+    auth.end_session(mine, now_s=now + 2)
+    assert auth.project_for_session(mine, now_s=now + 3) is None
+    assert auth.project_for_session(colleagues, now_s=now + 3) == "alpha"
+    # Another process reading the same key file (a restart, the next replica) sees it too.
+    other = Authenticator(ProjectKeys(tmp_path))
+    assert other.project_for_session(mine, now_s=now + 3) is None
+    assert other.project_for_session(colleagues, now_s=now + 3) == "alpha"
+
+    # Forged or expired cookies are not recorded, and records go once their cookie has expired.
+    auth.end_session("isk_x.1.2.3", now_s=now + 4)
+    auth.end_session(colleagues, now_s=now + SESSION_MAX_AGE_S + 1)
+    auth.end_session(auth.session_cookie(key, now_s=now + SESSION_MAX_AGE_S + 5), now_s=now + SESSION_MAX_AGE_S + 6)
+    with sqlite3.connect(tmp_path / "keys.db") as db:
+        assert db.execute("SELECT count(*) FROM ended_sessions").fetchone() == (1,)

@@ -31,7 +31,8 @@ def test_overview_numbers_match_the_api_and_untrusted_text_is_escaped(collector)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
-def test_unknown_range_falls_back_to_the_last_hour(collector):
+def test_an_unknown_range_is_refused_and_none_is_the_last_hour(collector):
     page = httpx.get(f"{collector.url}/", params={"range": "'; DROP TABLE llm_spans --"})
-    assert page.status_code == 200
-    assert 'class="on">last hour' in page.text
+    assert page.status_code == 400
+    assert "The &#39;range&#39; parameter must be one of 1h, 24h, 7d" in page.text
+    assert 'class="on">last hour' in httpx.get(f"{collector.url}/").text
