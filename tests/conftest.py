@@ -69,7 +69,7 @@ class LiveCollector:
     _made = 0
 
     def __init__(self, data_dir: Path, store: FlakyChdbStore, **settings: Any) -> None:
-        from infersight.collector import Settings, create_app
+        from infersight.collector import Settings
 
         LiveCollector._made += 1
         self.data_dir = data_dir
@@ -80,12 +80,16 @@ class LiveCollector:
             "project": f"live{LiveCollector._made}-{os.getpid()}", **settings,
         })
         self.project = self.settings.project
-        config = uvicorn.Config(create_app(self.settings, store=store), host="127.0.0.1", port=self.port,
+        self._store = store
+
+    def start(self) -> LiveCollector:
+        """Serve a new app (a restart, after :meth:`stop`: what it knows comes from disk and the store)."""
+        from infersight.collector import create_app
+
+        config = uvicorn.Config(create_app(self.settings, store=self._store), host="127.0.0.1", port=self.port,
                                 log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="live-collector", daemon=True)
-
-    def start(self) -> LiveCollector:
         self._thread.start()
         assert wait_for(lambda: self._server.started or not self._thread.is_alive()), "the app did not start"
         assert self._server.started, "the app failed to start"
