@@ -126,7 +126,7 @@ def test_projects_share_a_lane_by_bytes_not_by_requests():
     # request in turn, each small request would wait for a bulk one; by bytes, all three small ones
     # together are less work than one bulk request, so they all go first.
     mib = 1 << 20
-    order = _dispatch_order(_GatedLane(1, prefetch=0), [("bulk", 10 * mib)] * 3 + [("small", 1024)] * 3)
+    order = _dispatch_order(_GatedLane(1), [("bulk", 10 * mib)] * 3 + [("small", 1024)] * 3)
     assert order == ["busy", "bulk", "small", "small", "small", "bulk", "bulk"]
 
 
@@ -134,15 +134,18 @@ def test_a_project_that_arrives_late_is_not_owed_its_idle_time():
     # "late" waited nothing before; its share starts at the lane's present, so it alternates with
     # "early" by bytes from here on instead of taking every turn until it has caught up.
     mib = 1 << 20
-    order = _dispatch_order(_GatedLane(1, prefetch=0), [("early", mib)] * 3 + [("late", mib)] * 3)
+    order = _dispatch_order(_GatedLane(1), [("early", mib)] * 3 + [("late", mib)] * 3)
     assert order == ["busy", "early", "late", "early", "late", "early", "late"]
 
 
-def test_a_lane_with_prefetch_gives_one_more_request_than_workers_at_once():
-    # With prefetch, the second request is handed to the pool while the first still runs, so it is
-    # ahead of anything that arrives later, whatever the shares: the fast lane keeps its worker fed.
-    order = _dispatch_order(_GatedLane(1, prefetch=1), [("bulk", 10 << 20), ("bulk", 10 << 20), ("small", 1)])
-    assert order == ["busy", "bulk", "small", "bulk"]
+def test_a_lane_hands_its_pool_one_more_request_than_workers_only_if_it_is_small():
+    # The small request is handed to the pool while "busy" still runs, so it is ahead of anything that
+    # arrives later whatever the shares; a large one waits for a free worker, so the later small
+    # request of another project passes it.
+    mib = 1 << 20
+    lane = _GatedLane(1, prefetch_bytes=64 << 10)
+    order = _dispatch_order(lane, [("a", 1024), ("b", 1024), ("a", 10 * mib), ("c", 1024)])
+    assert order == ["busy", "a", "b", "c", "a"]
 
 
 def test_a_gzip_body_goes_to_the_lane_of_its_decoded_size():
