@@ -8,7 +8,7 @@ flood's client threads do not hold the canary's GIL), as fast as the collector a
 - 100k-span requests (gzip, as an exporter with compression on sends them: ~6.5 MiB, ~52 MiB decoded),
 - 3.8 MiB gzip requests (just under the 4 MiB large-body mark; ~58k spans, ~30 MiB decoded),
 - 3.8 MiB plain requests (~7,000 spans),
-- 1.9 MiB plain requests (~3,700 spans: the largest that the fast lane takes),
+- 0.5 MiB plain requests (~950 spans: the largest that the fast lane takes),
 - many tiny requests (one span each, from 16 connections).
 
 Each flood runs ``--seconds``; the canary starts one second in, so the flood's queue is full. Between
@@ -55,7 +55,7 @@ FLOODS = (
     Flood("100k-span", 100_000, True, 4),
     Flood("3.8MiB-gzip", 58_000, True, 4),
     Flood("3.8MiB-plain", 7_200, False, 4),
-    Flood("1.9MiB-plain", 3_700, False, 4),  # just under the fast lane's 2 MiB: the longest requests there
+    Flood("0.5MiB-plain", 950, False, 4),  # just under the fast lane's 512 KiB: the longest requests there
     Flood("tiny", 1, False, 16),
 )
 

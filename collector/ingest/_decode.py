@@ -94,11 +94,12 @@ def _warm() -> None:
 
 
 # Requests that decode to more than this go to the bulk lane: its own workers at a lower CPU
-# priority, so the usual export batch (512 spans: ~0.3 MiB, ~1 MiB with content) never waits for
-# a worker busy with seconds of someone's bulk request, whatever its compressed size. Decoding
-# takes 20-80 ms a MiB, so a request in the fast lane waits at most about a tenth of a second for
-# each one in flight there.
-LARGE_BODY_BYTES = 2 << 20
+# priority, so a small request never waits for a worker busy with seconds of someone's bulk
+# request, whatever its compressed size. Decoding takes 20-80 ms a MiB on a quiet core and up to
+# ten times that on a busy 2-core host (bench/fairness.py: a flood of 1.9 MiB requests kept
+# another project's single span waiting 1.4 s there), so the fast lane takes half a MiB: the
+# usual 512-span batch without content (272 KiB), not the one with content (~1 MiB).
+LARGE_BODY_BYTES = 512 << 10
 
 # The bulk lane yields the CPU to the fast lane and the server (which every ack waits on), and
 # takes it from the detectors (which nobody waits on).
@@ -111,8 +112,8 @@ DETECT_NICE = 10
 # this: a worker finishing one finds the next already there instead of idling while the result
 # travels back through the loop (without it, 272 KiB requests were acknowledged at half the rate).
 # Larger ones wait for a free worker: a request queued in the pool is one that another project's
-# request cannot pass, so it should be one that takes a few milliseconds.
-PREFETCH_BYTES = 512 << 10
+# request cannot pass, so it should be a short one.
+PREFETCH_BYTES = 320 << 10
 
 # What a request costs in its project's share of a lane beyond its decoded bytes: the server's
 # part of any request (HTTP, spool commit), so a flood of empty requests is not free.
