@@ -15,11 +15,11 @@ deadline there: a worker past it is killed and replaced, and that span goes unan
 from __future__ import annotations
 
 import asyncio
+import heapq
 import multiprocessing
 import os
 import threading
 import time
-from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ from functools import partial
 from starlette.concurrency import run_in_threadpool
 
 from .._settings import DETECT_DEADLINE_S, IngestWindow
-from ..errors import WorkerLost
+from ..errors import PayloadTooLarge, WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
 from . import _otlp
@@ -103,27 +103,75 @@ def _warm() -> None:
     import infersight.detectors  # noqa: F401
 
 
-# Bodies above this go to a lane of their own: the usual export batch (512 spans, ~1 MiB with
-# content) never waits behind a bulk request of 100k spans, whoever sent it.
-LARGE_BODY_BYTES = 4 << 20
+# Requests that decode to more than this go to the bulk lane: its own workers at a lower CPU
+# priority, so a small request never waits for a worker busy with seconds of someone's bulk
+# request, whatever its compressed size. Decoding takes 20-80 ms a MiB on a quiet core and up to
+# ten times that on a busy 2-core host (bench/fairness.py: a flood of 1.9 MiB requests kept
+# another project's single span waiting 1.4 s there), so the fast lane takes half a MiB: the
+# usual 512-span batch without content (272 KiB), not the one with content (~1 MiB).
+LARGE_BODY_BYTES = 512 << 10
 
+# The bulk lane yields the CPU to the fast lane and the server (which every ack waits on), and
+# takes it from the detectors (which nobody waits on).
+BULK_NICE = 5
 
 # The detectors' worker yields the CPU to decoding (which an exporter waits on) and to the server.
 DETECT_NICE = 10
 
+# The fast lane hands the pool one request more than it has workers, if that request is at most
+# this: a worker finishing one finds the next already there instead of idling while the result
+# travels back through the loop (without it, 272 KiB requests were acknowledged at half the rate).
+# Larger ones wait for a free worker: a request queued in the pool is one that another project's
+# request cannot pass, so it should be a short one.
+PREFETCH_BYTES = 320 << 10
+
+# What a request costs in its project's share of a lane beyond its decoded bytes: the server's
+# part of any request (HTTP, spool commit), so a flood of empty requests is not free.
+REQUEST_COST_BYTES = 16 << 10
+
+
+def decoded_size_hint(body: bytes, content_encoding: str | None) -> int:
+    """What ``body`` should decode to, without decoding it: its length, or for gzip the size its
+    trailer states (ISIZE, the size mod 2^32). A sender can lie in the trailer; the fast lane
+    decodes with a limit of its own, so a lie costs that much inflating and no more."""
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding == "gzip" and len(body) >= 18:  # a 10-byte header and an 8-byte trailer at least
+        return max(len(body), int.from_bytes(body[-4:], "little"))
+    return len(body)
+
+
+@dataclass(order=True)
+class _Waiting:
+    """A request waiting for a worker, ordered by its start tag in its project's share of work."""
+
+    start: float
+    seq: int
+    cost: int = field(compare=False)
+    turn: asyncio.Future[None] = field(compare=False)
+
 
 class _Lane:
-    """A pool of spawned decode workers, replaced when one of them dies, that takes waiting
-    requests project by project in turn."""
+    """A pool of spawned decode workers, replaced when one of them dies, shared fairly by work
+    between the projects that wait for it.
 
-    def __init__(self, workers: int, nice: int = 0) -> None:
+    Start-time fair queuing: a waiting request's tag is where its project's work so far ends,
+    or the lane's present (the tag of the request taken last) if that is later; the smallest
+    tag gets the next worker. A project with a backlog of 50 MiB requests is tagged 50 MiB
+    further on per request, so another project's 1 KiB request, tagged at the present, is taken
+    next; two projects that both wait get equal bytes of decoding, not equal requests.
+    """
+
+    def __init__(self, workers: int, nice: int = 0, *, prefetch_bytes: int = 0) -> None:
         self.workers = workers
         self.nice = nice
+        self.prefetch_bytes = prefetch_bytes
         self.pool = self._new_pool()
         # Used on the event loop only: no lock.
         self._running = 0
-        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
-        self._turns: deque[str] = deque()  # projects with a request waiting, in the order they get a worker
+        self._queue: list[_Waiting] = []  # a heap
+        self._seq = 0
+        self._now = 0.0  # the start tag of the request taken last
+        self._ends: dict[str, float] = {}  # project -> where its work queued so far ends
 
     def _new_pool(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
@@ -139,18 +187,14 @@ class _Lane:
             pool.shutdown(wait=False)
         return WorkerLost(f"a decode worker died: {exc}")
 
-    async def run(self, project: str, call: partial[Decoded]) -> Decoded:
-        """``call`` in a worker. At most ``workers`` + 1 calls are in the pool at once, and the
-        waiting ones are taken project by project in turn (a pool's own queue is first come, first served): a
-        project with a hundred requests queued delays another project's one request by about one
-        request per worker, not by all hundred."""
-        loop = asyncio.get_running_loop()
-        turn: asyncio.Future[None] = loop.create_future()
-        queue = self._waiting.setdefault(project, deque())
-        queue.append(turn)
-        if len(queue) == 1:
-            self._turns.append(project)
-        self._give_turns()
+    async def run(self, project: str, call: partial[Decoded], cost_bytes: int = 0) -> Decoded:
+        """``call`` in a worker, once its turn comes. The pool holds one call per worker, and one
+        more if it costs at most ``prefetch_bytes`` (the pool's own queue is first come, first
+        served); the waiting ones are taken by their project's share of work, counted as
+        ``cost_bytes`` plus :data:`REQUEST_COST_BYTES` a request. A project with a hundred
+        requests queued delays another project's one request by those in the pool and at most
+        one more, however many it queued."""
+        turn = self._wait(project, cost_bytes + REQUEST_COST_BYTES)
         try:
             await turn
         except asyncio.CancelledError:
@@ -159,6 +203,7 @@ class _Lane:
                 self._give_turns()
             raise
         pool = self.pool
+        loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(pool, call)
         except BrokenProcessPool as exc:
@@ -167,33 +212,42 @@ class _Lane:
             self._running -= 1
             self._give_turns()
 
+    def _wait(self, project: str, cost: int) -> asyncio.Future[None]:
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        start = max(self._now, self._ends.get(project, 0.0))
+        self._ends[project] = start + cost
+        self._seq += 1
+        heapq.heappush(self._queue, _Waiting(start, self._seq, cost, turn))
+        self._give_turns()
+        return turn
+
     def _give_turns(self) -> None:
-        # One request more than workers in flight: a worker finishing one finds the next already
-        # in the pool's queue, instead of idling while the result travels back through the loop.
-        while self._running < self.workers + 1 and self._turns:
-            project = self._turns.popleft()
-            queue = self._waiting[project]
-            turn = queue.popleft()
-            if queue:
-                self._turns.append(project)  # its next request waits for the others' turns
-            else:
-                del self._waiting[project]
-            if turn.done():  # its request was cancelled while waiting
+        while self._queue and self._running <= self.workers:
+            waiting = self._queue[0]
+            if waiting.turn.done():  # its request was cancelled while waiting
+                heapq.heappop(self._queue)
                 continue
+            if self._running == self.workers and waiting.cost > self.prefetch_bytes:
+                break
+            heapq.heappop(self._queue)
+            self._now = max(self._now, waiting.start)
             self._running += 1
-            turn.set_result(None)
+            waiting.turn.set_result(None)
+        if len(self._ends) > 256:  # forget projects whose work is all in the past: it changes no tag
+            self._ends = {p: end for p, end in self._ends.items() if end > self._now}
 
 
 class Decoder:
     """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
 
-    Bodies larger than ``large_bytes`` are decoded in one more process of their own, so a bulk
-    request delays the others by no more than the CPU it shares with them; within a lane, waiting
-    requests are taken project by project in turn, so one project's burst does not queue another
-    project's request behind all of it. A worker that dies
-    (killed, out of memory) fails the requests it had with :class:`WorkerLost`, which the
-    receiver answers with 503 so the exporter retries, and its pool is replaced for the next
-    request.
+    Two lanes, by how large a request decodes (its length, or gzip's stated size): up to
+    ``large_bytes`` in the fast lane, larger in a bulk lane of ``workers`` more processes at a
+    lower CPU priority, started at the first such request. So a bulk request delays the others
+    by no more than the CPU it leaves them, whatever its compressed size; within a lane, waiting
+    requests are taken by each project's share of work (bytes), so one project's flood does not
+    queue another project's request behind all of it. A worker that dies (killed, out of
+    memory) fails the requests it had with :class:`WorkerLost`, which the receiver answers with
+    503 so the exporter retries, and its pool is replaced for the next request.
     """
 
     def __init__(
@@ -212,20 +266,30 @@ class Decoder:
         self.large_bytes = large_bytes
         self.detect_deadline_s = detect_deadline_s
         self.window = window or IngestWindow()
-        self._usual = _Lane(workers) if workers else None
+        self._usual = _Lane(workers, prefetch_bytes=PREFETCH_BYTES) if workers else None
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
         self._detect: DetectWorker | None = None  # started at the first output to look at
         self._detect_lock = threading.Lock()
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
-        call = partial(decode_request, project, body, content_encoding, media, self.limit_bytes, self.window)
+        def call(limit_bytes: int) -> partial[Decoded]:
+            return partial(decode_request, project, body, content_encoding, media, limit_bytes, self.window)
+
         if self._usual is None:
-            return await run_in_threadpool(call)
-        if len(body) <= self.large_bytes:
-            return await self._usual.run(project, call)
+            return await run_in_threadpool(call(self.limit_bytes))
+        size = decoded_size_hint(body, content_encoding)
+        if size <= self.large_bytes:
+            # Decoded with the fast lane's own limit: a gzip trailer that understates the size
+            # costs inflating ``large_bytes``, then the request goes to the bulk lane after all.
+            try:
+                return await self._usual.run(project, call(min(self.limit_bytes, self.large_bytes)), size)
+            except PayloadTooLarge:
+                if self.large_bytes >= self.limit_bytes:
+                    raise
+            size = self.large_bytes
         if self._large is None:
-            self._large = _Lane(1)
-        return await self._large.run(project, call)
+            self._large = _Lane(self.workers, BULK_NICE)
+        return await self._large.run(project, call(self.limit_bytes), size)
 
     def detect(self, rows: bytes) -> tuple[bytes, NotAnalysed]:
         """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and the
