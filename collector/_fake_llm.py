@@ -144,6 +144,17 @@ class FakeLLM:
         elif quirk < self.loop_rate:
             text = text + " " + " ".join(["Let me check that again for you."] * 20)
             finish, length = "length", length + 140
+        tool = _called_tool(request)
+        if tool is not None and not path.rstrip("/").endswith("/messages"):
+            arguments = json.dumps({"query": text})
+            call = {"id": "call_fake", "type": "function", "function": {"name": tool, "arguments": arguments}}
+            return 200, {
+                "id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                             "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": length,
+                          "total_tokens": prompt_tokens + length},
+            }
         if path.rstrip("/").endswith("/messages"):
             return 200, {
                 "id": "msg_fake",
@@ -182,19 +193,40 @@ def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
     return f"{head}data: {json.dumps(data)}\n\n".encode()
 
 
+def _called_tool(request: dict[str, Any]) -> str | None:
+    """The tool a request makes the model call: its first tool's name, unless ``tool_choice`` is "none"."""
+    tools = request.get("tools")
+    if not isinstance(tools, list) or not tools or request.get("tool_choice") == "none":
+        return None
+    name = ((tools[0] or {}).get("function") or {}).get("name")
+    return name if isinstance(name, str) else None
+
+
 def _openai_events(body: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
-    words = body["choices"][0]["message"]["content"].split(" ")
-    first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+    message = body["choices"][0]["message"]
+    first = {"index": 0, "delta": {"role": "assistant", "content": "" if message["content"] is not None else None},
+             "finish_reason": None}
     yield _sse({**base, "choices": [first]})
-    for i, word in enumerate(words):
-        token = word if i == 0 else " " + word
-        yield _sse({**base, "choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]})
+    for delta in _deltas(message):
+        yield _sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
     finish = body["choices"][0]["finish_reason"]
     yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     if include_usage:
         yield _sse({**base, "choices": [], "usage": body["usage"]})
     yield b"data: [DONE]\n\n"
+
+
+def _deltas(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    # A tool call streams as its name, then its arguments a word at a time, as OpenAI sends it.
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        yield {"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                               "function": {"name": function["name"], "arguments": ""}}]}
+        for i, piece in enumerate(function["arguments"].split(" ")):
+            yield {"tool_calls": [{"index": 0, "function": {"arguments": piece if i == 0 else " " + piece}}]}
+    for i, word in enumerate((message["content"] or "").split(" ") if message["content"] is not None else ()):
+        yield {"content": word if i == 0 else " " + word}
 
 
 def _anthropic_events(body: dict[str, Any]) -> Iterator[bytes]:

@@ -5,7 +5,9 @@ append and a few attribute lookups per chunk. Percentiles and usage are computed
 Understood chunk shapes: plain ``str``; OpenAI Chat Completions chunks (objects or dicts, with
 the final ``usage`` chunk of ``stream_options={"include_usage": True}``); Anthropic stream events
 (``message_start`` usage and model, ``content_block_delta`` text, ``message_delta`` output usage
-and stop reason).
+and stop reason). A chunk that carries a tool call's delta (OpenAI ``delta.tool_calls``,
+Anthropic ``input_json_delta``, Responses ``function_call_arguments.delta``) is a token for the
+timing (a streamed tool call has a TTFT and gaps like text) but adds no text.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from ._stream_guard import CHECK_EVERY_CHUNKS
 from ._usage import Usage, _get, _read_counts, extract_usage
 
 _now_ns = time.perf_counter_ns
+
+# What a chunk reader returns for a token without text: a tool call's delta.
+TOOL_CALL_DELTA = True
 
 
 class StreamStats:
@@ -63,7 +68,7 @@ class StreamStats:
             else:
                 self.gaps_ns.append(now - self.last_ns)
             self.last_ns = now
-            if self.keep_text:
+            if self.keep_text and type(text) is str:
                 self.text.append(text)
                 if self.guard is not None and len(self.gaps_ns) % CHECK_EVERY_CHUNKS == CHECK_EVERY_CHUNKS - 1:
                     self._check_loop()
@@ -77,8 +82,9 @@ class StreamStats:
             self.guard = None
 
 
-def _chunk_text(chunk: Any, usage: Usage) -> str | None:
-    """The text a chunk carries; usage, model and finish reason are recorded into ``usage``.
+def _chunk_text(chunk: Any, usage: Usage) -> str | bool | None:
+    """The text a chunk carries (:data:`TOOL_CALL_DELTA` for a tool call's delta); usage, model
+    and finish reason are recorded into ``usage``.
 
     Never raises, and the text is a plain ``str``: whatever a chunk, its ``__class__`` or its
     attributes do, the chunk reaches the app unchanged.
@@ -96,7 +102,7 @@ def _chunk_text(chunk: Any, usage: Usage) -> str | None:
         return None
 
 
-def _provider_chunk(chunk: Any, usage: Usage) -> str | None:
+def _provider_chunk(chunk: Any, usage: Usage) -> str | bool | None:
     if type(chunk) is not dict:
         fast = _openai_object_chunk(chunk, usage)
         if fast is not _UNKNOWN:
@@ -119,8 +125,11 @@ def _provider_chunk(chunk: Any, usage: Usage) -> str | None:
     reason = _get(first, "finish_reason")
     if isinstance(reason, str):
         usage.finish_reasons = (reason,)
-    content = _get(_get(first, "delta"), "content")
-    return content if isinstance(content, str) else None
+    delta = _get(first, "delta")
+    content = _get(delta, "content")
+    if isinstance(content, str) and content:
+        return content
+    return TOOL_CALL_DELTA if _get(delta, "tool_calls") else None
 
 
 _UNKNOWN = object()
@@ -148,21 +157,26 @@ def _openai_object_chunk(chunk: Any, usage: Usage) -> object:
     reason = getattr(first, "finish_reason", None)
     if type(reason) is str:
         usage.finish_reasons = (reason,)
-    content = getattr(getattr(first, "delta", None), "content", None)
-    return content if type(content) is str else None
+    delta = getattr(first, "delta", None)
+    content = getattr(delta, "content", None)
+    if type(content) is str and content:
+        return content
+    return TOOL_CALL_DELTA if getattr(delta, "tool_calls", None) else None
 
 
-def _typed_event(event: Any, kind: str, usage: Usage) -> str | None:
+def _typed_event(event: Any, kind: str, usage: Usage) -> str | bool | None:
     if kind.startswith("response."):
         return _responses_event(event, kind, usage)
     return _anthropic_event(event, kind, usage)
 
 
-def _responses_event(event: Any, kind: str, usage: Usage) -> str | None:
-    """OpenAI Responses API stream events: text deltas, and the final response with its usage."""
+def _responses_event(event: Any, kind: str, usage: Usage) -> str | bool | None:
+    """OpenAI Responses API stream events: text and tool-call deltas, and the final response with its usage."""
     if kind == "response.output_text.delta":
         delta = _get(event, "delta")
         return delta if isinstance(delta, str) else None
+    if kind == "response.function_call_arguments.delta":
+        return TOOL_CALL_DELTA if _get(event, "delta") else None
     if kind in ("response.completed", "response.incomplete"):
         response = _get(event, "response")
         final = extract_usage(response)
@@ -174,10 +188,13 @@ def _responses_event(event: Any, kind: str, usage: Usage) -> str | None:
     return None
 
 
-def _anthropic_event(event: Any, kind: str, usage: Usage) -> str | None:
+def _anthropic_event(event: Any, kind: str, usage: Usage) -> str | bool | None:
     if kind == "content_block_delta":
-        text = _get(_get(event, "delta"), "text")
-        return text if isinstance(text, str) else None
+        delta = _get(event, "delta")
+        text = _get(delta, "text")
+        if isinstance(text, str):
+            return text
+        return TOOL_CALL_DELTA if _get(delta, "partial_json") else None
     if kind == "message_start":
         message = _get(event, "message")
         model = _get(message, "model")

@@ -5,8 +5,11 @@ The SDK writes the OpenTelemetry GenAI conventions plus ``infersight.*``; OpenIn
 and openai-v2 each write part of the same facts under other names, or only as span events. For
 every span, :func:`normalize` ADDS the canonical name when it is absent, so the typed view, the
 inline detectors, the trace view and the cost step read one vocabulary. Originals are kept:
-nothing is removed, and the one value rewritten in place (an ``error.type`` spelled as a Python
-class repr) keeps its original under ``infersight.error.type.original``.
+nothing is removed, and the two values rewritten in place (an ``error.type`` spelled as a Python
+class repr; finish reasons in OpenLLMetry's ``tool_call`` spelling) keep their originals under
+``infersight.error.type.original`` and ``infersight.finish_reasons.original``. OpenInference's
+``llm.invocation_parameters`` (one JSON string) gives the response format (``gen_ai.output.type``,
+``infersight.json_schema``: what the JSON detector checks), tools and sampling parameters.
 
 Runs in the decode workers for every span (see ``bench`` numbers in the module's tests): spans
 that already speak the canonical vocabulary cost a few dictionary look-ups.
@@ -35,6 +38,14 @@ ERROR_TYPE = "error.type"
 ERROR_CLASS = "infersight.error.class"
 USER = "infersight.user.id"
 SESSION = "gen_ai.conversation.id"  # GenAI's name for a conversation (a session): no infersight.* twin
+OUTPUT_TYPE = "gen_ai.output.type"
+JSON_SCHEMA = "infersight.json_schema"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+FINISH_REASONS_ORIGINAL = "infersight.finish_reasons.original"
+# OpenInference's request, as JSON, without messages (and, from its OpenAI client, without tools).
+INVOCATION_PARAMETERS = "llm.invocation_parameters"
+# The same ceiling as the SDK's: a schema is read by the JSON detector for every answer.
+MAX_SCHEMA_CHARS = 16_384
 
 # canonical name <- the other vocabularies' names for it, first present wins
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -55,6 +66,16 @@ _FIRST_CHUNK_EVENTS = frozenset({
     "First Token Stream Event", "gen_ai.content.completion.chunk", "llm.content.completion.chunk",
 })
 _CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
+# Finish reasons as providers (and the SDK) write them: OpenLLMetry writes OpenAI's "tool_calls"
+# and "function_call" as the output-message enum's "tool_call", so one question (how many answers
+# asked for a tool) would otherwise have two answers.
+_FINISH_REASON_ALIASES = {"tool_call": "tool_calls", "function_call": "tool_calls"}
+_SCALAR_PARAMETERS = {
+    "temperature": "gen_ai.request.temperature", "top_p": "gen_ai.request.top_p",
+    "max_tokens": "gen_ai.request.max_tokens", "max_completion_tokens": "gen_ai.request.max_tokens",
+    "seed": "gen_ai.request.seed", "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+}
 
 
 def _first_message_keys(openinference: str, openllmetry: str, plain: str) -> tuple[str, ...]:
@@ -83,12 +104,20 @@ def normalize(row: dict[str, Any]) -> None:
                     break
     if FINISH_REASONS not in attrs:
         _add_finish_reasons(attrs)
+    elif "_call" in attrs[FINISH_REASONS]:
+        _canonical_finish_reasons(attrs)
     if row["StatusCode"] == "Error" or ERROR_TYPE in attrs:
         _add_error_type(attrs, row)
     if kind_of(attrs.get(OPERATION, "")) != LLM:
         return
     if TTFT_S not in attrs and row["Events.Name"]:
         _add_ttft(attrs, row)
+    if INVOCATION_PARAMETERS in attrs:
+        _add_invocation_parameters(attrs)
+    if TOOL_DEFINITIONS not in attrs and "llm.tools.0.tool.json_schema" in attrs:
+        _add_tool_definitions(attrs, _indexed_tools(attrs))
+    if OUTPUT_TYPE not in attrs and (schema := attrs.get("gen_ai.request.structured_output_schema")):
+        _add_output_type(attrs, {"type": "json_schema", "json_schema": {"schema": _loads(schema)}})
     if INPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_INPUT_KEYS):
         _add_messages(attrs, INPUT_MESSAGES, ("llm.input_messages", "gen_ai.prompt"), "input", "user")
     if OUTPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_OUTPUT_KEYS):
@@ -103,7 +132,88 @@ def _add_finish_reasons(attrs: dict[str, str]) -> None:
         reasons.append(reason)
         i += 1
     if reasons:
-        attrs[FINISH_REASONS] = orjson.dumps(reasons).decode()
+        attrs[FINISH_REASONS] = orjson.dumps([_FINISH_REASON_ALIASES.get(r, r) for r in reasons]).decode()
+
+
+def _canonical_finish_reasons(attrs: dict[str, str]) -> None:
+    """Rewrite aliases in place (the list is the canonical attribute), keeping the original."""
+    raw = attrs[FINISH_REASONS]
+    reasons = _loads(raw)
+    if not isinstance(reasons, list) or not any(r in _FINISH_REASON_ALIASES for r in reasons if isinstance(r, str)):
+        return
+    attrs[FINISH_REASONS_ORIGINAL] = raw
+    attrs[FINISH_REASONS] = orjson.dumps(
+        [_FINISH_REASON_ALIASES.get(r, r) if isinstance(r, str) else r for r in reasons]
+    ).decode()
+
+
+def finish_reasons_json(reasons: Sequence[str]) -> str:
+    """``gen_ai.response.finish_reasons`` for ``reasons`` as any vocabulary writes them."""
+    return orjson.dumps([_FINISH_REASON_ALIASES.get(r, r) for r in reasons]).decode()
+
+
+def _add_invocation_parameters(attrs: dict[str, str]) -> None:
+    """What OpenInference keeps in one JSON string: the response format (so the JSON detector
+    checks the answer), tools, and the sampling parameters GenAI names one by one."""
+    params = _loads(attrs[INVOCATION_PARAMETERS])
+    if not isinstance(params, dict):
+        return
+    if OUTPUT_TYPE not in attrs and isinstance(fmt := params.get("response_format"), dict):
+        _add_output_type(attrs, fmt)
+    if TOOL_DEFINITIONS not in attrs and isinstance(tools := params.get("tools"), list):
+        _add_tool_definitions(attrs, tools)
+    for name, canonical in _SCALAR_PARAMETERS.items():
+        value = params.get(name)
+        if canonical not in attrs and isinstance(value, (int, float)) and not isinstance(value, bool):
+            attrs[canonical] = repr(value)
+    stop = params.get("stop")
+    if "gen_ai.request.stop_sequences" not in attrs and stop:
+        attrs["gen_ai.request.stop_sequences"] = orjson.dumps([stop] if isinstance(stop, str) else stop).decode()
+
+
+def _add_output_type(attrs: dict[str, str], fmt: Mapping[str, Any]) -> None:
+    # OpenAI's response_format: {"type": "json_object"} or {"type": "json_schema", "json_schema":
+    # {"name": ..., "schema": {...}}}; "text" is no promise of JSON.
+    if fmt.get("type") not in ("json_object", "json_schema"):
+        return
+    attrs[OUTPUT_TYPE] = "json"
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if JSON_SCHEMA not in attrs and isinstance(schema, dict):
+        text = orjson.dumps(schema).decode()
+        if len(text) <= MAX_SCHEMA_CHARS:
+            attrs[JSON_SCHEMA] = text
+
+
+def _indexed_tools(attrs: Mapping[str, str]) -> list[Any]:
+    tools = []
+    for i in range(1000):
+        raw = attrs.get(f"llm.tools.{i}.tool.json_schema")
+        if raw is None:
+            break
+        tools.append(_loads(raw))
+    return tools
+
+
+def _add_tool_definitions(attrs: dict[str, str], tools: Sequence[Any]) -> None:
+    # GenAI's shape (as OpenLLMetry writes it): {"type", "name", "description", "parameters"},
+    # where OpenAI's request nests all but the type under "function".
+    out = []
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        inner = tool.get("function")
+        flat = {"type": tool.get("type", "function"), **inner} if isinstance(inner, dict) else dict(tool)
+        out.append(flat)
+    if out:
+        attrs[TOOL_DEFINITIONS] = orjson.dumps(out).decode()
+
+
+def _loads(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _add_ttft(attrs: dict[str, str], row: Mapping[str, Any]) -> None:
@@ -203,8 +313,5 @@ def _plain_value(attrs: Mapping[str, str], value_key: str, role: str) -> list[di
 
 
 def _first_reason(reasons_json: str) -> str:
-    try:
-        reasons = orjson.loads(reasons_json)
-    except orjson.JSONDecodeError:
-        return ""
+    reasons = _loads(reasons_json)
     return str(reasons[0]) if isinstance(reasons, list) and reasons else ""

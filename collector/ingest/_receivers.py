@@ -1,4 +1,4 @@
-"""``POST /v1/traces``: the OTLP/HTTP trace receiver.
+"""``POST /v1/traces``: the OTLP/HTTP trace receiver (and ``/v1/metrics``, ``/v1/logs``).
 
 Authenticate, decode into ``otel_traces`` rows and run the inline detectors (in the decode
 workers), append to the spool, and answer 200 only once the spool has committed; the spool
@@ -8,6 +8,7 @@ writer stores the rows afterwards.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -15,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -24,7 +26,7 @@ from ..errors import BadRequest, PayloadTooLarge, RequestTimeout, SpoolError, St
 from ..spool import Spool, SpoolWriter
 from ..store import Store, encode_rows
 from ..web import key_project
-from . import _otlp, _otlp_metrics
+from . import _otlp, _otlp_logs, _otlp_metrics
 from ._decode import Decoder
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
@@ -113,6 +115,49 @@ async def receive_metrics(request: Request) -> Response:
     return _encode(response, media, 200)
 
 
+async def receive_logs(request: Request) -> Response:
+    """OTLP logs: the GenAI events among them are stored in ``genai_events``; others are accepted.
+
+    Acknowledged only once stored: the insert is verified, and a retried request (same project,
+    same events) carries the same deduplication token, so it is stored once. A store that is
+    down is a 503 with ``Retry-After`` (the exporter keeps the records and retries); rows the
+    store refuses are a 400, since a retry would be refused the same way.
+    """
+    settings: Settings = request.app.state.settings
+    counters: Counters = request.app.state.counters
+    try:
+        media = _otlp.media_type(request.headers.get("content-type"))
+    except BadRequest as exc:
+        return _error(exc, _otlp.JSON)
+    try:
+        project = key_project(request)
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
+        rejected: list[str] = []
+        rows = await run_in_threadpool(_event_rows, body, request.headers.get("content-encoding"), media,
+                                       settings, project, rejected)
+    except BadRequest as exc:
+        counters.add(f"rejected:{exc.status_code}")
+        return _error(exc, media)
+    if rows:
+        store: Store = request.app.state.store
+        encoded = encode_rows(rows)
+        # Of the rows, not the body: a resent request may be compressed anew (gzip stamps a time).
+        token = hashlib.sha256(encoded).hexdigest()
+        try:
+            await run_in_threadpool(store.insert, "genai_events", encoded, dedup_token=token)
+        except StoreError as exc:
+            if not exc.transient:
+                return _error(BadRequest(f"the store refused these events: {exc}"), media)
+            return _unavailable(f"store unavailable: {exc}", media)
+        counters.add("genai_events_received", len(rows))
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = len(rejected)
+        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+        response.partial_success.error_message = "; ".join(rejected[:3]) + more
+    return _encode(response, media, 200)
+
+
 async def read_body(request: Request, limit_bytes: int, timeout_s: float) -> bytes:
     """The request body, refused with :class:`PayloadTooLarge` as soon as it passes ``limit_bytes``
     (before reading the rest: a 1 GiB body costs no more memory than the limit), and with
@@ -145,6 +190,14 @@ def _metric_rows(
     return _otlp_metrics.queue_rows(request, project, rejected, window=settings.ingest_window)
 
 
+def _event_rows(
+    body: bytes, encoding: str | None, media: str, settings: Settings, project: str, rejected: list[str]
+) -> list[dict[str, Any]]:
+    inflated = _otlp.decompress(body, encoding, settings.max_body_bytes)
+    request = _otlp_logs.parse_logs(inflated, media)
+    return _otlp_logs.event_rows(request, project, rejected, window=settings.ingest_window)
+
+
 def _error(exc: BadRequest, media: str) -> Response:
     status = status_pb2.Status(code=_RPC_CODE.get(exc.status_code, 3), message=str(exc))
     response = _encode(status, media, exc.status_code)
@@ -169,3 +222,4 @@ def _encode(message: Message, media: str, status_code: int) -> Response:
 router = APIRouter()
 router.add_route("/v1/traces", receive_traces, methods=["POST"], include_in_schema=False)
 router.add_route("/v1/metrics", receive_metrics, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/logs", receive_logs, methods=["POST"], include_in_schema=False)

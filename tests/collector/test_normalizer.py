@@ -178,3 +178,63 @@ def test_a_bulk_load_of_one_trace_is_linear():
     rows = [llm(f"{i:016x}") for i in range(40_000)]  # one trace, one parent, one scope: 1.6e9 pairs if compared
     mark_same_calls(rows, _Recent(16))
     assert not any(SAME_CALL_AS in r["SpanAttributes"] for r in rows)
+
+
+def test_openinference_invocation_parameters_give_the_output_type_schema_tools_and_sampling():
+    schema = {"type": "object", "required": ["priority"], "properties": {"priority": {"type": "integer"}}}
+    params = {"model": "gpt-4o-mini", "temperature": 0.2, "max_completion_tokens": 64, "stop": "END",
+              "response_format": {"type": "json_schema", "json_schema": {"name": "ticket", "schema": schema}}}
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    attrs = {**OPENINFERENCE, "llm.invocation_parameters": json.dumps(params),
+             "llm.tools.0.tool.json_schema": json.dumps(tool)}
+    r = row(attrs)
+    normalize(r)
+    a = r["SpanAttributes"]
+    assert {k: a[k] for k in attrs} == attrs  # originals kept
+    assert a["gen_ai.output.type"] == "json"
+    assert json.loads(a["infersight.json_schema"]) == schema
+    assert json.loads(a["gen_ai.tool.definitions"]) == [
+        {"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    assert (a["gen_ai.request.temperature"], a["gen_ai.request.max_tokens"]) == ("0.2", "64")
+    assert json.loads(a["gen_ai.request.stop_sequences"]) == ["END"]
+
+
+def test_json_object_without_schema_and_text_formats():
+    def normalized(params: dict[str, Any]) -> dict[str, str]:
+        r = row({**OPENINFERENCE, "llm.invocation_parameters": json.dumps(params)})
+        normalize(r)
+        return r["SpanAttributes"]
+
+    a = normalized({"response_format": {"type": "json_object"}, "tools": [
+        {"type": "function", "function": {"name": "f"}}]})  # LangChain keeps tools in the parameters
+    assert a["gen_ai.output.type"] == "json" and "infersight.json_schema" not in a
+    assert json.loads(a["gen_ai.tool.definitions"]) == [{"type": "function", "name": "f"}]
+    assert "gen_ai.output.type" not in normalized({"response_format": {"type": "text"}})
+    r = row({**OPENINFERENCE, "llm.invocation_parameters": "{not json"})
+    normalize(r)  # a broken value is left alone, never an error
+    assert "gen_ai.output.type" not in r["SpanAttributes"]
+
+
+def test_openllmetry_structured_output_schema_is_the_json_schema():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    r = row({"gen_ai.operation.name": "chat", "gen_ai.request.structured_output_schema": json.dumps(schema)})
+    normalize(r)
+    assert r["SpanAttributes"]["gen_ai.output.type"] == "json"
+    assert json.loads(r["SpanAttributes"]["infersight.json_schema"]) == schema
+
+
+def test_finish_reasons_of_every_vocabulary_use_the_providers_names():
+    # OpenLLMetry writes OpenAI's tool_calls / function_call as "tool_call", per choice (older)
+    # or in the canonical list itself (newer: rewritten in place, the original kept).
+    older = row({"llm.request.type": "chat", "gen_ai.completion.0.finish_reason": "tool_call",
+                 "gen_ai.completion.1.finish_reason": "stop"})
+    normalize(older)
+    assert json.loads(older["SpanAttributes"]["gen_ai.response.finish_reasons"]) == ["tool_calls", "stop"]
+    newer = row({"gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": '["tool_call"]'})
+    normalize(newer)
+    a = newer["SpanAttributes"]
+    assert json.loads(a["gen_ai.response.finish_reasons"]) == ["tool_calls"]
+    assert a["infersight.finish_reasons.original"] == '["tool_call"]'
+    plain = row({"gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": '["tool_calls"]'})
+    normalize(plain)
+    assert "infersight.finish_reasons.original" not in plain["SpanAttributes"]

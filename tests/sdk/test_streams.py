@@ -197,3 +197,62 @@ def test_stream_guard_leaves_normal_streams_alone(spans):
     assert len(list(stream())) == len(words)
     a, _ = one(spans)
     assert "infersight.stream.guard_stopped" not in a
+
+
+def _tool_call_chunks(delay_s: float) -> list:
+    """A streamed tool call as OpenAI sends it: a role-only chunk, then argument deltas, no text."""
+    from openai.types.chat import ChatCompletionChunk
+
+    def chunk(delta: dict, finish: str | None = None) -> ChatCompletionChunk:
+        return ChatCompletionChunk.model_validate({
+            "id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+
+    call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "lookup", "arguments": ""}}
+    return [
+        chunk({"role": "assistant", "content": None}),
+        delay_s,
+        chunk({"tool_calls": [call]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": 1}'}}]}),
+        chunk({}, finish="tool_calls"),
+    ]
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic", "responses"])
+def test_streamed_tool_call_has_a_ttft_from_its_first_delta(spans, shape):
+    """A stream that answers with a tool call carries no text, only argument deltas: the first
+    chunk with a tool-call delta is the first token (it was no TTFT at all), and the role-only
+    chunk before it is not."""
+    delay_s = 0.1
+    items = {
+        "openai": _tool_call_chunks(delay_s),
+        "anthropic": [
+            {"type": "message_start", "message": {"model": "claude-3-5-haiku", "usage": {"input_tokens": 5}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "name": "lookup"}},
+            delay_s,
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"q"'}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ": 1}"}},
+        ],
+        "responses": [
+            {"type": "response.created"},
+            delay_s,
+            {"type": "response.function_call_arguments.delta", "delta": '{"q"'},
+            {"type": "response.function_call_arguments.delta", "delta": ": 1}"},
+        ],
+    }[shape]
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    def stream():
+        for item in items:
+            if isinstance(item, float):
+                time.sleep(item)
+            else:
+                yield item
+
+    assert len(list(stream())) == len(items) - 1
+    a, _ = one(spans)
+    assert a["gen_ai.response.time_to_first_chunk"] >= delay_s
+    assert "infersight.itl.max_s" in a  # the second delta is a gap like any token's
+    if shape == "openai":
+        assert tuple(a["gen_ai.response.finish_reasons"]) == ("tool_calls",)
