@@ -97,7 +97,7 @@ def _chunk_text(chunk: Any, usage: Usage) -> str | bool | None:
         if isinstance(chunk, bytes):
             return bytes.decode(chunk, "utf-8", "replace")
         text = _provider_chunk(chunk, usage)
-        return text if text is None or type(text) is str else str.__str__(text)
+        return text if text is None or text is TOOL_CALL_DELTA or type(text) is str else str.__str__(text)
     except Exception:  # noqa: BLE001 - a chunk the SDK cannot read carries no text for it
         return None
 
