@@ -17,6 +17,7 @@ import uvicorn
 
 from infersight.collector import ChdbStore, StoreError
 from infersight.collector.web import ProjectKeys
+from tests import http
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +50,7 @@ def wait_for_spans(url: str, count: int, headers: dict[str, str] | None = None, 
 
     def check() -> bool:
         nonlocal last
-        last = httpx.get(f"{url}/api/v1/summary", params={"since": since}, headers=headers).json()
+        last = http.get(f"{url}/api/v1/summary", params={"since": since}, headers=headers).json()
         return last["spans"] >= count
 
     wait_for(check)
@@ -202,6 +203,6 @@ def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _ping(url: str) -> bool:
     try:
-        return httpx.get(url + "/ping").status_code == 200
+        return http.get(url + "/ping").status_code == 200
     except httpx.HTTPError:
         return False

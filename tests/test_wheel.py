@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import http
 from tests.conftest import ROOT, free_port, wait_for
 
 SOURCES = ("sdk", "collector", "detectors", "judges", "dashboards", "pyproject.toml", "setup.py", "README.md")
@@ -110,7 +111,7 @@ def test_the_installed_command_serves_a_span_sent_by_the_installed_sdk(installed
         headers = {"authorization": f"Bearer {key}"}
 
         def calls() -> int:
-            return httpx.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
+            return http.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
 
         assert wait_for(lambda: calls() == 1, timeout_s=60)
     finally:
@@ -120,6 +121,6 @@ def test_the_installed_command_serves_a_span_sent_by_the_installed_sdk(installed
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+        return http.get(f"{url}/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False

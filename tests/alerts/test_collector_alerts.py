@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import queue
 
-import httpx
 from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -17,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from infersight import sdk
 from infersight.collector._cli import main
 from infersight.collector._server import CollectorProcess
+from tests import http
 from tests.conftest import free_port, wait_for
 
 from .receiver import Receiver
@@ -49,7 +49,7 @@ def test_error_spike_pages_through_the_running_collector(tmp_path):
         assert alert["labels"]["service"] == "checkout"
         assert alert["generatorURL"].startswith("https://obs.example.com/traces?service=checkout")
         assert "150 transient" in alert["annotations"]["description"]
-        body = httpx.get(f"{process.url}/api/v1/alerts").json()
+        body = http.get(f"{process.url}/api/v1/alerts").json()
         assert [a["name"] for a in body["firing"]] == ["ErrorRateSpike"]
         assert body["history"][0]["event"] == "firing"
     finally:
@@ -68,7 +68,7 @@ def test_watch_queue_gauges_reach_queue_depth(collector):
     sdk.init(service_name="worker", tracer_provider=TracerProvider(), export=False, meter_provider=meters)
     watch = sdk.watch_queue("ingest-jobs", jobs.qsize, lambda: 42.0)
     try:
-        rows = wait_for(lambda: httpx.get(f"{collector.url}/api/v1/queues").json()["queues"], timeout_s=60)
+        rows = wait_for(lambda: http.get(f"{collector.url}/api/v1/queues").json()["queues"], timeout_s=60)
     finally:
         watch.stop()
         meters.shutdown()
@@ -94,8 +94,8 @@ def test_alerts_test_command_reports_each_channel():
 
 
 def test_digest_is_served_as_json_and_as_a_page(collector):
-    body = httpx.get(f"{collector.url}/api/v1/digest", params={"date": "2026-11-20"}).json()
+    body = http.get(f"{collector.url}/api/v1/digest", params={"date": "2026-11-20"}).json()
     assert body["day"] == "2026-11-20" and body["totals"]["spans"] == 0
-    page = httpx.get(f"{collector.url}/digest", params={"date": "2026-11-20"})
+    page = http.get(f"{collector.url}/digest", params={"date": "2026-11-20"})
     assert page.status_code == 200 and f"Daily digest: {collector.project}, 2026-11-20" in page.text
-    assert httpx.get(f"{collector.url}/api/v1/digest", params={"date": "yesterday"}).status_code == 400
+    assert http.get(f"{collector.url}/api/v1/digest", params={"date": "yesterday"}).status_code == 400

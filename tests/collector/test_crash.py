@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from infersight.collector._server import CollectorProcess
+from tests import http
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for
 
@@ -95,7 +96,7 @@ def test_kill_9_while_clients_send_loses_and_doubles_nothing_acknowledged(tmp_pa
 
     second = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
     try:
-        assert wait_for(lambda: "infersight_spool_entries 0\n" in httpx.get(f"{second.url}/metrics").text)
+        assert wait_for(lambda: "infersight_spool_entries 0\n" in http.get(f"{second.url}/metrics").text)
     finally:
         second.stop()
 

@@ -6,7 +6,6 @@ import json
 import threading
 import time
 
-import httpx
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -19,6 +18,7 @@ from infersight.collector.ingest._detect import MAX_OUTPUT_CHARS, detections_for
 from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, to_rows
 from infersight.collector.spool import Entry, Spool, SpoolWriter
 from infersight.collector.store import encode_rows
+from tests import http
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import wait_for
 
@@ -48,7 +48,7 @@ def test_sdk_spans_are_checked_and_detections_are_served(collector):
         sdk.shutdown()
 
     def found():
-        body = httpx.get(f"{collector.url}/api/v1/detections", params={"since": "1h"}).json()
+        body = http.get(f"{collector.url}/api/v1/detections", params={"since": "1h"}).json()
         return body["detections"] if len(body["detections"]) >= 2 else None
 
     rows = wait_for(found)
@@ -58,9 +58,9 @@ def test_sdk_spans_are_checked_and_detections_are_served(collector):
     loop = next(r for r in rows if r["label"] == "repetition.loop")
     assert (loop["tenant"], loop["route"], loop["model"]) == ("acme", "support.answer", "gpt-4o-mini")
     assert "retry the lookup" in loop["evidence"]
-    only_json = httpx.get(f"{collector.url}/api/v1/detections", params={"detector": "json"}).json()["detections"]
+    only_json = http.get(f"{collector.url}/api/v1/detections", params={"detector": "json"}).json()["detections"]
     assert [r["label"] for r in only_json] == ["json.truncated"]
-    metrics = httpx.get(f"{collector.url}/metrics").text
+    metrics = http.get(f"{collector.url}/metrics").text
     assert "infersight_detections_total 2" in metrics
 
 

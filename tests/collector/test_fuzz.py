@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 import json
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infersight.collector import BadRequest
 from infersight.collector.ingest._otlp import JSON, PROTOBUF, decompress, parse_traces, to_rows
+from tests import http
 
 LIMIT = 1 << 20
 
@@ -104,6 +104,6 @@ def test_the_http_api_never_answers_5xx_to_client_input(running, method, path, c
     if gzipped:
         body = gzip.compress(body)
         headers["content-encoding"] = "gzip"
-    response = httpx.request(method, running.url + path, params=params, content=body if method == "POST" else None,
+    response = http.request(method, running.url + path, params=params, content=body if method == "POST" else None,
                              headers=headers, follow_redirects=False, timeout=30)
     assert response.status_code < 500, (method, path, params, response.status_code, response.text[:300])

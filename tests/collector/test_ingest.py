@@ -6,7 +6,6 @@ import gzip
 import json
 import time
 
-import httpx
 import pytest
 from genai_prices import Usage, calc_price
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -15,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector._server import CollectorProcess
+from tests import http
 from tests.conftest import free_port, wait_for_spans
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -70,7 +70,7 @@ def test_summary_shows_exactly_the_spans_the_sdk_sent(collector):
 
 
 def test_empty_store_summary_is_zero_with_no_percentiles(collector):
-    summary = httpx.get(f"{collector.url}/api/v1/summary").json()
+    summary = http.get(f"{collector.url}/api/v1/summary").json()
     assert summary["spans"] == 0
     assert summary["latency_s"] == {"p50": None, "p95": None, "p99": None}
     assert summary["tenants"] == []
@@ -108,12 +108,12 @@ def otlp_json(trace_id: str = "5b8efff798038103d269b633813fc60c", span_id: str =
 
 
 def test_json_otlp_with_hex_ids_is_stored_with_those_ids(collector):
-    response = httpx.post(f"{collector.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
+    response = http.post(f"{collector.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/json")
 
     wait_for_spans(collector.url, 1)
-    rows = httpx.get(f"{collector.url}/api/v1/spans").json()["spans"]
+    rows = http.get(f"{collector.url}/api/v1/spans").json()["spans"]
     assert len(rows) == 1
     row = rows[0]
     assert (row["trace_id"], row["span_id"]) == ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174")
@@ -131,7 +131,7 @@ def test_gzip_protobuf_is_accepted(collector):
     span["traceId"] = "W47/95gDgQPSabYzgT/GDA=="  # protobuf JSON mapping: base64
     span["spanId"] = "7uGbfsPBsXQ="
     json_format.ParseDict(body, request)
-    response = httpx.post(
+    response = http.post(
         f"{collector.url}/v1/traces",
         content=gzip.compress(request.SerializeToString()),
         headers={**PROTOBUF, "content-encoding": "gzip"},
@@ -139,7 +139,7 @@ def test_gzip_protobuf_is_accepted(collector):
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/x-protobuf"
     wait_for_spans(collector.url, 1)
-    rows = httpx.get(f"{collector.url}/api/v1/spans").json()["spans"]
+    rows = http.get(f"{collector.url}/api/v1/spans").json()["spans"]
     assert [r["trace_id"] for r in rows] == ["5b8efff798038103d269b633813fc60c"]
 
 
@@ -157,17 +157,17 @@ def test_gzip_protobuf_is_accepted(collector):
     ids=["bad-protobuf", "bad-json", "json-array", "bad-hex-id", "wrong-shape", "text-plain", "bad-gzip"],
 )
 def test_bad_input_gets_a_4xx_that_says_what_is_wrong(collector, body, headers, status, message):
-    response = httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers)
+    response = http.post(f"{collector.url}/v1/traces", content=body, headers=headers)
     assert response.status_code == status
     assert message in response.text
-    assert httpx.get(f"{collector.url}/api/v1/summary").json()["spans"] == 0
+    assert http.get(f"{collector.url}/api/v1/summary").json()["spans"] == 0
 
 
 def test_gzip_bomb_is_refused_without_inflating_it(tmp_path):
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--max-body-mib", "1")).start()
     try:
         bomb = gzip.compress(b"\0" * (8 * 1024 * 1024))
-        response = httpx.post(
+        response = http.post(
             f"{process.url}/v1/traces", content=bomb, headers={**PROTOBUF, "content-encoding": "gzip"}
         )
         assert response.status_code == 413
@@ -178,18 +178,18 @@ def test_gzip_bomb_is_refused_without_inflating_it(tmp_path):
 
 @pytest.mark.parametrize("headers", [PROTOBUF, JSON], ids=["protobuf", "json"])
 def test_empty_request_is_ok(collector, headers):
-    response = httpx.post(f"{collector.url}/v1/traces", content=b"", headers=headers)
+    response = http.post(f"{collector.url}/v1/traces", content=b"", headers=headers)
     assert response.status_code == 200
 
 
 def test_project_comes_from_the_collector_not_the_span(collector):
-    httpx.post(f"{collector.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
+    http.post(f"{collector.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
     # the span claimed project "someone-else"; it is visible in this collector's project
     assert wait_for_spans(collector.url, 1)["spans"] == 1
 
 
 def test_bad_since_is_a_400(collector):
-    response = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "yesterday-ish"})
+    response = http.get(f"{collector.url}/api/v1/summary", params={"since": "yesterday-ish"})
     assert response.status_code == 400
     assert "look-back like 15m" in response.text
 
@@ -200,7 +200,7 @@ def test_unstorable_spans_are_rejected_one_by_one_with_partial_success(collector
     bad_id = dict(good, spanId="00000000000000000000", traceId="5b8efff798038103d269b633813fc60c")
     backwards = dict(good, spanId="1111111111111111", endTimeUnixNano="1")
     body["resourceSpans"][0]["scopeSpans"][0]["spans"] += [bad_id, backwards]
-    response = httpx.post(f"{collector.url}/v1/traces", content=json.dumps(body), headers=JSON)
+    response = http.post(f"{collector.url}/v1/traces", content=json.dumps(body), headers=JSON)
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
     assert partial["rejectedSpans"] == "2"

@@ -63,6 +63,7 @@ class FakeClock(Clock):
     def __init__(self, turns: int) -> None:
         self.t = 0.0
         self.turns = turns
+        self.done = threading.Event()
 
     def now(self) -> float:
         return self.t
@@ -70,7 +71,10 @@ class FakeClock(Clock):
     def wait(self, stop: threading.Event, seconds: float) -> bool:
         self.t += seconds
         self.turns -= 1
-        return self.turns < 0 or stop.is_set()
+        if self.turns < 0:
+            self.done.set()
+            return True
+        return stop.is_set()
 
 
 def test_setup_runs_within_the_wait_for_the_first_run_and_a_failed_one_does_not_stop_the_runs():
@@ -92,6 +96,7 @@ def test_setup_runs_within_the_wait_for_the_first_run_and_a_failed_one_does_not_
     jobs = Scheduler(counters, clock=clock)
     jobs.add("alerts", 0.6, run, setup=setup)
     jobs.start()
+    assert clock.done.wait(60)  # the loop ran its turns (stop() now could come before the first)
     jobs.stop(timeout_s=60)
     # setup halfway to the first run, which is due 0.6 s after the start, setup's 0.2 s included
     # (not 0.6 s after setup ended: 1.1 s); the next run 0.6 s after that

@@ -7,14 +7,13 @@ import json
 import re
 import sqlite3
 
-import httpx
-
 from infersight.collector._counters import Counters
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest import Decoder
 from infersight.collector.ingest._otlp import JSON, day_range, parse_traces, span_keys, to_rows
 from infersight.collector.spool import Entry, Spool, SpoolWriter
 from infersight.collector.store import encode_rows
+from tests import http
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.collector.test_detections import LOOP, _detections_of, _output_body
 from tests.collector.test_writer import drain, new_project, spooled, stored
@@ -24,21 +23,21 @@ HEADERS = {"content-type": "application/json"}
 
 
 def _metric(url: str, name: str) -> int:
-    match = re.search(rf"^infersight_{name} (\d+)$", httpx.get(f"{url}/metrics").text, re.MULTILINE)
+    match = re.search(rf"^infersight_{name} (\d+)$", http.get(f"{url}/metrics").text, re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
 def _settled(url: str, spans: int) -> dict:
     """The summary once the writer has taken ``spans`` acknowledged spans (stored or repeated)."""
     assert wait_for(lambda: _metric(url, "spans_stored_total") + _metric(url, "spans_repeated_total") >= spans)
-    return httpx.get(f"{url}/api/v1/summary", params={"since": "1h"}).json()
+    return http.get(f"{url}/api/v1/summary", params={"since": "1h"}).json()
 
 
 def test_the_same_request_posted_three_times_is_stored_and_counted_once(collector):
     # A sender that never saw the 200 (timeout, restart, kill -9) sends the request again.
     body, _ = genai_spans_json(50)
     for _ in range(3):
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=HEADERS).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=HEADERS).status_code == 200
     summary = _settled(collector.url, 150)
     assert (summary["spans"], summary["input_tokens"]) == (50, 500)
     assert _metric(collector.url, "spans_repeated_total") == 100
@@ -49,7 +48,7 @@ def test_a_span_twice_in_one_request_is_one_span(collector):
     document = json.loads(body)
     spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
     spans.extend(json.loads(json.dumps(spans)))  # every span again, in the same request
-    response = httpx.post(f"{collector.url}/v1/traces", content=json.dumps(document), headers=HEADERS)
+    response = http.post(f"{collector.url}/v1/traces", content=json.dumps(document), headers=HEADERS)
     assert response.status_code == 200
     assert "rejectedSpans" not in response.text  # accepted: it is one span, sent twice
     summary = _settled(collector.url, 5)
@@ -62,7 +61,7 @@ def test_a_request_resent_after_a_restart_is_stored_once(tmp_path):
     for _ in range(2):  # the second collector is a new writer on the same data dir
         process = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth", "--decode-workers", "0")).start()
         try:
-            assert httpx.post(f"{process.url}/v1/traces", content=body, headers=HEADERS).status_code == 200
+            assert http.post(f"{process.url}/v1/traces", content=body, headers=HEADERS).status_code == 200
             summary = _settled(process.url, 20)
             repeated.append(_metric(process.url, "spans_repeated_total"))
         finally:

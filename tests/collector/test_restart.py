@@ -4,9 +4,8 @@ import json
 import threading
 import time
 
-import httpx
-
 from infersight.collector._server import CollectorProcess
+from tests import http
 from tests.collector.test_ingest import JSON, otlp_json
 from tests.conftest import free_port, wait_for_spans
 
@@ -15,7 +14,7 @@ def test_data_survives_a_restart_on_the_same_data_dir(tmp_path):
     data_dir = tmp_path / "data"
     first = CollectorProcess(data_dir, free_port(), extra_args=("--no-auth",)).start()
     try:
-        response = httpx.post(f"{first.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
+        response = http.post(f"{first.url}/v1/traces", content=json.dumps(otlp_json()), headers=JSON)
         assert response.status_code == 200
     finally:
         first.stop()

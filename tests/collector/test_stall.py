@@ -14,6 +14,7 @@ import httpx
 
 from infersight.collector._server import STOP_BOUND_S, CollectorProcess
 from infersight.collector.web import ProjectKeys
+from tests import http
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.collector.test_detect_deadline import (
     POISON_OUTPUT,
@@ -39,26 +40,26 @@ def keyed_collector(tmp_path: Path, *args: str) -> tuple[CollectorProcess, dict[
 
 
 def spans_of(url: str, headers: dict[str, str]) -> int:
-    return httpx.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
+    return http.get(f"{url}/api/v1/summary", params={"since": "1h"}, headers=headers).json()["spans"]
 
 
 def metric(url: str, line: str) -> bool:
-    return line in httpx.get(f"{url}/metrics").text
+    return line in http.get(f"{url}/metrics").text
 
 
 def test_the_reported_span_is_checked_stored_and_stops_no_other_project(tmp_path):
     collector, headers = keyed_collector(tmp_path)
     try:
         body, (poison_id,) = output_body(POISON_OUTPUT, schema=POISON_SCHEMA)
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
         for _ in range(4):
             body, _ = genai_spans_json(44)
-            assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
+            assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
         assert wait_for(lambda: spans_of(collector.url, headers["beta"]) == 176, timeout_s=POLL_S)
         assert wait_for(lambda: spans_of(collector.url, headers["alpha"]) == 1, timeout_s=POLL_S)  # stored itself
 
         def found() -> list[dict]:
-            return httpx.get(f"{collector.url}/api/v1/detections", params={"since": "1h"},
+            return http.get(f"{collector.url}/api/v1/detections", params={"since": "1h"},
                              headers=headers["alpha"]).json()["detections"]
 
         rows = wait_for(found, timeout_s=POLL_S)
@@ -71,9 +72,9 @@ def test_a_span_past_the_deadline_costs_other_projects_the_deadline_only(tmp_pat
     collector, headers = keyed_collector(tmp_path, "--detect-deadline", "2")
     try:
         body, _ = output_body(SLOW_OUTPUT, schema=SLOW_SCHEMA)
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
         body, _ = genai_spans_json(20)
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["beta"]).status_code == 200
         assert wait_for(lambda: spans_of(collector.url, headers["beta"]) == 20, timeout_s=POLL_S)
         assert spans_of(collector.url, headers["alpha"]) == 1
         assert wait_for(lambda: metric(collector.url, 'infersight_outputs_not_analysed_total{reason="deadline"} 1'),
@@ -87,7 +88,7 @@ def test_sigterm_stops_within_the_bound_while_a_detector_is_stuck_and_the_restar
     collector, headers = keyed_collector(tmp_path, "--detect-deadline", "600")
     body, _ = output_body(SLOW_OUTPUT, schema=SLOW_SCHEMA)
     try:
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
         # Stored, and still in the spool: the writer waits for the detectors, which are stuck.
         assert wait_for(lambda: spans_of(collector.url, headers["alpha"]) == 1, timeout_s=POLL_S)
         assert metric(collector.url, "infersight_spool_entries 1\n")
@@ -121,7 +122,7 @@ def test_sigterm_stops_within_the_bound_while_the_store_hangs(tmp_path):
                                      extra_args=("--no-auth", "--decode-workers", "0", "--clickhouse-url", url)).start()
         server.send_signal(signal.SIGSTOP)  # accepts connections, never answers
         body, _ = genai_spans_json(5)
-        assert httpx.post(f"{collector.url}/v1/traces", content=body, headers=JSON).status_code == 200
+        assert http.post(f"{collector.url}/v1/traces", content=body, headers=JSON).status_code == 200
         time.sleep(1.0)  # the writer is inside its insert now
         exit_s = _terminate(collector.process)
         print(f"stopped {exit_s:.1f} s after SIGTERM, exit code {collector.process.returncode}")
@@ -148,6 +149,6 @@ def _terminate(process: subprocess.Popen[bytes]) -> float:
 
 def _up(port: int) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/ping").status_code == 200
+        return http.get(f"http://127.0.0.1:{port}/ping").status_code == 200
     except httpx.HTTPError:
         return False

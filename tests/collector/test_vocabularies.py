@@ -10,7 +10,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -19,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from infersight.collector._fake_llm import FakeLLM
+from tests import http
 from tests.conftest import wait_for
 
 MODEL = "gpt-4o-mini"
@@ -48,7 +48,7 @@ def trace_of(span: Any) -> str:
 
 def rows_of(collector: Any, trace_ids: set[str], count: int) -> list[dict[str, Any]]:
     def check() -> list[dict[str, Any]]:
-        spans = httpx.get(f"{collector.url}/api/v1/spans", params={"limit": 500}).json()["spans"]
+        spans = http.get(f"{collector.url}/api/v1/spans", params={"limit": 500}).json()["spans"]
         found = [s for s in spans if s["trace_id"] in trace_ids]
         return found if len(found) >= count else []
 
@@ -56,7 +56,7 @@ def rows_of(collector: Any, trace_ids: set[str], count: int) -> list[dict[str, A
 
 
 def labels_of(collector: Any, trace_id: str) -> set[str]:
-    found = httpx.get(f"{collector.url}/api/v1/detections").json()["detections"]
+    found = http.get(f"{collector.url}/api/v1/detections").json()["detections"]
     return {d["label"] for d in found if d["trace_id"] == trace_id}
 
 
@@ -181,13 +181,13 @@ def test_v1_logs_takes_json_and_gzip_once_with_the_keys_and_errors_of_v1_traces(
     url, headers = auth_collector.url + "/v1/logs", auth_collector.headers("alpha")
     json_headers = {**headers, "content-type": "application/json"}
 
-    assert httpx.post(url, content=body, headers={"content-type": "application/json"}).status_code == 401
-    unsupported = httpx.post(url, content=body, headers={**headers, "content-type": "text/plain"})
+    assert http.post(url, content=body, headers={"content-type": "application/json"}).status_code == 401
+    unsupported = http.post(url, content=body, headers={**headers, "content-type": "text/plain"})
     assert unsupported.status_code == 415
-    broken = httpx.post(url, content=b"{nope", headers=json_headers)
+    broken = http.post(url, content=b"{nope", headers=json_headers)
     assert broken.status_code == 400 and "not valid JSON" in broken.json()["message"]
     for _ in range(2):  # an exporter's retry of an acknowledged request is stored once
-        sent = httpx.post(url, content=gzip.compress(body), headers={**json_headers, "content-encoding": "gzip"})
+        sent = http.post(url, content=gzip.compress(body), headers={**json_headers, "content-encoding": "gzip"})
         assert sent.status_code == 200, sent.text
     # The 200 comes after the insert: what is stored is there now, once, in the key's project.
     (event,) = stored_events(store, auth_collector.projects["alpha"], trace_id)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 
-import httpx
-
 from infersight import sdk
 from infersight.collector._server import CollectorProcess
+from tests import http
 from tests.conftest import free_port, wait_for
 
 
@@ -39,7 +38,7 @@ def test_an_outage_longer_than_the_exporters_retries_loses_no_span(tmp_path):
         collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
         sent += emit(0.5)
         assert sdk.force_flush(30_000)
-        stored = wait_for(lambda: (n := httpx.get(f"{collector.url}/api/v1/summary").json()["llm_calls"]) >= sent
+        stored = wait_for(lambda: (n := http.get(f"{collector.url}/api/v1/summary").json()["llm_calls"]) >= sent
                           and n, timeout_s=30)
         assert stored == sent and sdk.failure_count("spans_dropped") == dropped
     finally:
