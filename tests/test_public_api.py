@@ -23,7 +23,7 @@ EXPECTED = {
         "StoreError", "UNPRICED", "bucket_value", "call_figures", "clickhouse_time", "cluster_statements",
         "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql", "insert_error", "kind_of",
         "merge_histograms", "operation_of", "operations_of", "percentiles", "queues", "recent_spans",
-        "since_to_unix_ns", "statements", "summary", "usd_text",
+        "since_to_unix_ns", "spend_of", "spend_sql", "statements", "summary", "usd", "usd_text",
     ],
     alerts: [
         "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
