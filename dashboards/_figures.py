@@ -90,7 +90,7 @@ def cost_figures(data: dict[str, Any]) -> dict[str, Markup]:
     return {
         "over_time": stacked_bars(xs, series, unit="usd", title=f"Spend per {data['by']}"),
         "tenants": hbars(
-            [Bar(t["name"] or "(none)", [("cost", t["cost_usd"], PALETTE[0])]) for t in data["tenants"][:10]],
+            [Bar(t["name"] or "(none)", [("cost", t["cost_usd"] or 0.0, PALETTE[0])]) for t in data["tenants"][:10]],
             unit="usd", title="Top tenants by spend",
         ),
     }

@@ -62,7 +62,7 @@ async def overview(
     the outputs the inline detectors did not analyse since the collector started."""
     range = check_choice("range", range, OVERVIEW_RANGES, "1h")
     data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
-    max_cost = max((t["cost_usd"] for t in data["tenants"]), default=0.0) or 1.0
+    max_cost = max((t["cost_usd"] or 0.0 for t in data["tenants"]), default=0.0) or 1.0
     return html(
         "overview.html", page="overview", data=data, range=range, ranges=OVERVIEW_RANGES, max_cost=max_cost,
         project=project, logout=auth is not None, not_analysed=not_analysed,

@@ -11,12 +11,13 @@ from typing import Any
 
 from infersight.collector.store import (
     LLM,
-    UNPRICED,
     Store,
     clickhouse_time,
     merge_histograms,
     operations_of,
     percentiles,
+    spend_of,
+    spend_sql,
 )
 
 from ._filters import NS, View, where
@@ -27,7 +28,11 @@ from ._rollup import aggregate
 LLM_OPERATIONS = operations_of(LLM)
 LATENCY_MEASURES = ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "itl_p50_s", "itl_p95_s", "tpot_s")
 SUMS = ("requests", "errors", "rerank_candidates")
-SPEND_MEASURES = ("requests", "errors", "input_tokens", "output_tokens", "cost_usd")
+# What store.spend_of shapes (money summed exactly, known, estimated and unknown apart), and calls.
+SPEND_MEASURES = (
+    "requests", "errors", "input_tokens", "output_tokens", "input_calls", "output_calls", "unknown_usage_calls",
+    "cost_usd", "priced_calls", "estimated_cost_usd", "estimated_calls", "unpriced_calls",
+)
 COST_BY = ("tenant", "route", "model")
 # Detectors that find money burnt (issue 5): repeated prompts, whole documents in the context.
 COST_DETECTORS = ("cost_loop", "context_stuffing", "cost")
@@ -151,27 +156,25 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
     for dim in COST_BY:
         per: dict[str, dict[str, Any]] = {}
         for cell in cells:
-            row = per.setdefault(cell[dim], {dim: cell[dim], **{m: 0 for m in SPEND_MEASURES}})
+            row = per.setdefault(cell[dim], {m: 0 for m in SPEND_MEASURES})
             for m in SPEND_MEASURES:
-                row[m] += cell[m]
-        tables[dim] = [row for row in per.values() if row["requests"] or row["cost_usd"]]
-    totals = {m: sum(row[m] for row in cells) for m in SPEND_MEASURES}
-    totals["cost_per_1k"] = _rate(totals["cost_usd"], totals["requests"]) * 1000
-    for dim, rows in tables.items():
+                row[m] += cell[m]  # money: exact Decimal sums
+        tables[dim] = [_spend_row(sums, name=name) for name, sums in per.items() if sums["requests"]]
+    totals = _spend_row({m: sum(cell[m] for cell in cells) for m in SPEND_MEASURES})
+    for rows in tables.values():
         for row in rows:
-            row["name"] = row.pop(dim)
-            row["cost_per_1k"] = _rate(row["cost_usd"], row["requests"]) * 1000
-            row["share"] = _rate(row["cost_usd"], totals["cost_usd"])
-        rows.sort(key=lambda r: (-r["cost_usd"], -r["requests"], r["name"]))
+            row["share"] = _rate(row["cost_usd"] or 0.0, totals["cost_usd"] or 0.0)
+        rows.sort(key=lambda r: (-(r["cost_usd"] or 0.0), -r["requests"], r["name"]))
 
     top = [row["name"] for row in tables[by][:_TOP_SERIES]]
-    buckets: dict[int, dict[str, float]] = {}
+    buckets: dict[int, dict[str, Any]] = {}
     for row in aggregate(store, project, view, ("bucket", by), ("cost_usd",), match={"operation": LLM_OPERATIONS}):
         name = row[by] if row[by] in top else "(other)"
         in_bucket = buckets.setdefault(row["bucket"], {})
-        in_bucket[name] = in_bucket.get(name, 0.0) + row["cost_usd"]
+        in_bucket[name] = in_bucket.get(name, 0) + row["cost_usd"]
     names = top + (["(other)"] if any("(other)" in b for b in buckets.values()) else [])
-    series = [{"bucket": b, "cost_usd": {n: buckets[b].get(n, 0.0) for n in names}} for b in sorted(buckets)]
+    # A chart's bar heights: known cost per bucket, 0 where none (the tables say what is unknown).
+    series = [{"bucket": b, "cost_usd": {n: float(buckets[b].get(n, 0)) for n in names}} for b in sorted(buckets)]
     return {
         **window(view),
         "by": by,
@@ -186,6 +189,13 @@ def cost(store: Store, project: str, view: View, by: str = "tenant") -> dict[str
     }
 
 
+def _spend_row(sums: dict[str, Any], **name: str) -> dict[str, Any]:
+    """Calls and spend of summed cells as every surface serves them (``store.spend_of``)."""
+    row = {**name, "requests": int(sums["requests"]), "errors": int(sums["errors"]), **spend_of(sums)}
+    row["cost_per_1k"] = None if row["cost_usd"] is None else _rate(row["cost_usd"], row["requests"]) * 1000
+    return row
+
+
 def top_users(store: Store, project: str, view: View, limit: int = 10) -> list[dict[str, Any]]:
     """The users (``infersight.user.id``) who spent most over the view, by LLM calls. A user is
     one of a tenant's: the same id under two tenants is two users (ids are the tenants' own)."""
@@ -193,18 +203,16 @@ def top_users(store: Store, project: str, view: View, limit: int = 10) -> list[d
         "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "limit": limit, "llm": LLM,
     }
     rows = store.query(
-        "SELECT tenant, user_id, count() AS requests, sum(ifNull(cost_usd, 0)) AS cost_usd,"
-        f" countIf({UNPRICED}) AS unpriced_calls"
+        "SELECT tenant, user_id, count() AS requests,"
+        f" {', '.join(f'{sql} AS {name}' for name, sql in spend_sql('1').items())}"
         " FROM llm_spans WHERE project = {project:String} AND kind = {llm:String}"
         " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
         f" AND user_id != ''{where(view, params)}"
-        " GROUP BY tenant, user_id ORDER BY cost_usd DESC, tenant, user_id LIMIT {limit:UInt32}",
+        " GROUP BY tenant, user_id ORDER BY toDecimal128(cost_usd, 12) DESC, tenant, user_id LIMIT {limit:UInt32}",
         params,
     )
-    for row in rows:
-        row["requests"], row["cost_usd"] = int(row["requests"]), float(row["cost_usd"])
-        row["unpriced_calls"] = int(row["unpriced_calls"])
-    return rows
+    return [{"tenant": r["tenant"], "user_id": r["user_id"], "requests": int(r["requests"]), **spend_of(r)}
+            for r in rows]
 
 
 def cost_findings(store: Store, project: str, view: View, limit: int = 50) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from infersight.collector.store import Store
+from infersight.collector.store import Store, usd_text
 
 from ._figures import cost_figures, latency_figures, quality_figures
 from ._filters import NS, View, view_between
@@ -142,6 +142,11 @@ def _headline(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: di
         if higher_is_better is None:
             d["bad"] = False
         out.append({"label": label, "current": current, "previous": previous, "unit": unit, **d})
+    # Spend reads as on every surface: what is not in the sum is said beside it.
+    out[2]["text"] = usd_text(spend["totals"]["cost_usd"], spend["totals"]["unpriced_calls"],
+                              spend["totals"]["estimated_cost_usd"])
+    out[2]["previous_text"] = usd_text(spend_prev["totals"]["cost_usd"], spend_prev["totals"]["unpriced_calls"],
+                                       spend_prev["totals"]["estimated_cost_usd"])
     return out
 
 
@@ -150,7 +155,7 @@ def _per_name(current: list[dict], previous: list[dict]) -> list[dict]:
     out = []
     for row in current:
         prev = before.get(row["name"])
-        prev_cost = prev["cost_usd"] if prev else 0.0
+        prev_cost = prev["cost_usd"] if prev else 0.0  # absent the week before: spent nothing
         out.append({**row, "previous_cost_usd": prev_cost, **delta(row["cost_usd"], prev_cost)})
     return out
 
@@ -194,13 +199,14 @@ def notable(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict
     """The week's notable items, worst first: each a ``kind`` and a one-line ``text``."""
     items: list[tuple[int, str, str]] = []
     total, total_prev = spend["totals"]["cost_usd"], spend_prev["totals"]["cost_usd"]
-    before = {row["name"]: row["cost_usd"] for row in spend_prev["tenants"]}
+    total, total_prev = total or 0.0, total_prev or 0.0
+    before = {row["name"]: row["cost_usd"] or 0.0 for row in spend_prev["tenants"]}
     for row in spend["tenants"]:
-        prev = before.get(row["name"], 0.0)
-        grew = row["cost_usd"] - prev
+        prev, now = before.get(row["name"], 0.0), row["cost_usd"] or 0.0
+        grew = now - prev
         if grew >= max(1.0, 0.05 * max(total, total_prev)) and (prev == 0 or grew / prev >= 0.25):
-            text = (f"Tenant {row['name'] or '(none)'} spent ${row['cost_usd']:,.2f}, up ${grew:,.2f} from ${prev:,.2f}"
-                    if prev else f"Tenant {row['name'] or '(none)'} is new this week: ${row['cost_usd']:,.2f}")
+            text = (f"Tenant {row['name'] or '(none)'} spent {usd_text(now)}, up {usd_text(grew)} from {usd_text(prev)}"
+                    if prev else f"Tenant {row['name'] or '(none)'} is new this week: {usd_text(now)}")
             items.append((1, "cost", text))
     p95, p95_prev = lat["totals"]["duration_s"]["p95"], lat_prev["totals"]["duration_s"]["p95"]
     if p95 and p95_prev and p95 / p95_prev >= 1.15:

@@ -12,12 +12,14 @@ histogram estimate (within 4.4%) whichever source a span came from: the store's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
-from infersight.collector.store import Store, histogram_sql, percentiles
+from infersight.collector.store import Store, histogram_sql, percentiles, spend_sql
 
 from ._filters import NS, View, where
 
+_TOKENS = ("input_tokens", "output_tokens")
 # measure -> (expression over llm_spans, expression over llm_span_extras); None: not there.
 _RAW: dict[str, tuple[str | None, str | None]] = {
     "requests": ("count()", None),
@@ -25,7 +27,8 @@ _RAW: dict[str, tuple[str | None, str | None]] = {
     "transient_errors": ("countIf(status = 'error' AND error_class = 'transient')", None),
     "input_tokens": ("sum(input_tokens)", None),
     "output_tokens": ("sum(output_tokens)", None),
-    "cost_usd": ("sum(ifNull(cost_usd, 0))", None),
+    # Tokens and money as store.spend_sql sums them: exact decimals, known, estimated and unknown apart.
+    **{m: (sql, None) for m, sql in spend_sql("1", money_as_text=False).items() if m not in _TOKENS},
     "rerank_candidates": (None, "sum(rerank_candidates)"),
     "duration_s": (histogram_sql("duration_s"), None),
     "ttft_s": (histogram_sql("ttft_s"), None),
@@ -37,18 +40,27 @@ _RAW: dict[str, tuple[str | None, str | None]] = {
 }
 PERCENTILE_MEASURES = frozenset(m for m, (raw, extra) in _RAW.items() if "sumMap" in (raw or extra or ""))
 MEASURES = tuple(_RAW)
-_FLOAT_SUMS = frozenset({"cost_usd"})
+_MONEY = frozenset({"cost_usd", "estimated_cost_usd"})
+# Measures whose rollup column has another name (the rollups' float cost_usd predates exact sums).
+_ROLLUP_COLUMNS = {"cost_usd": "priced_cost_usd"}
 KEYS = ("bucket", "service", "service_version", "operation", "route", "tenant", "model")
 
 
 def _empty(measure: str) -> str:
     if measure in PERCENTILE_MEASURES:
         return "CAST(map(), 'Map(UInt8, UInt64)')"
-    return "toFloat64(0)" if measure in _FLOAT_SUMS else "toUInt64(0)"
+    return "toDecimal128(0, 12)" if measure in _MONEY else "toUInt64(0)"
 
 
 def _outer(measure: str) -> str:
+    if measure in _MONEY:  # decimal text: a float would round it before it is added up
+        return f"toString(sum({measure})) AS {measure}"
     return f"{'sumMap' if measure in PERCENTILE_MEASURES else 'sum'}({measure}) AS {measure}"
+
+
+def _rollup_column(measure: str) -> str:
+    column = _ROLLUP_COLUMNS.get(measure)
+    return f"{column} AS {measure}" if column else measure
 
 
 def _rollup_table(view: View, keys: tuple[str, ...]) -> str | None:
@@ -73,7 +85,8 @@ def aggregate(
     Args:
         keys: grouping keys from :data:`KEYS`; ``bucket`` is the start (Unix seconds) of the
             chart bucket of ``view.bucket_s``.
-        measures: names from :data:`MEASURES`: sums come back as numbers, latency measures as
+        measures: names from :data:`MEASURES`: sums come back as numbers (money as exact
+            :class:`~decimal.Decimal` sums, for the caller to add up exactly), latency measures as
             ``{"p50", "p95", "p99", "p999"}`` dicts (values ``None`` without data).
         match: extra conditions on key columns, bound: a string for equality
             (``{"operation": "chat"}``), a tuple for membership.
@@ -104,7 +117,7 @@ def aggregate(
         params["h0_ns"], params["h1_ns"] = params["h0"] * NS, params["h1"] * NS
         raw_time += (" AND (ts < fromUnixTimestamp64Nano({h0_ns:Int64})"
                      " OR ts >= fromUnixTimestamp64Nano({h1_ns:Int64}))")
-        columns = [_key(k, "period") for k in keys] + list(measures)
+        columns = [_key(k, "period") for k in keys] + [_rollup_column(m) for m in measures]
         parts.append(
             f"SELECT {', '.join(columns)} FROM {table}"
             " WHERE project = {project:String} AND period >= toDateTime({h0:UInt32}, 'UTC')"
@@ -138,8 +151,8 @@ def _shape(row: dict[str, Any], measures: tuple[str, ...], histograms: bool) -> 
         if m in PERCENTILE_MEASURES:
             histogram = {int(k): int(v) for k, v in (row[m] or {}).items()}
             out[m] = histogram if histograms else percentiles(histogram)
-        elif m in _FLOAT_SUMS:
-            out[m] = float(row[m] or 0.0)
+        elif m in _MONEY:
+            out[m] = Decimal(row[m] or 0)
         else:
             out[m] = int(row[m] or 0)
     if "bucket" in out:

@@ -3,7 +3,9 @@ always on), and the number formats they share."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -56,4 +58,12 @@ env.filters["utc"] = _utc
 env.filters["utc_date"] = _utc_date
 env.filters["safe_link"] = safe_link
 env.filters["num"] = _num
-env.globals["usd"] = usd_text  # usd(cost, unpriced_calls): "unpriced" where no price is known
+env.globals["usd"] = usd_text  # usd(cost, unpriced_calls, estimated_usd): "unpriced" where no price is known
+
+
+def spend(row: Mapping[str, Any]) -> str:
+    """A row's spend (``store.spend_of``'s fields) as text: known, then "+ $x estimated", "+ N unpriced"."""
+    return usd_text(row.get("cost_usd"), row.get("unpriced_calls") or 0, row.get("estimated_cost_usd"))
+
+
+env.globals["spend"] = spend

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import BadRequest, StoreError
-from infersight.collector.store import Store, check_choice
+from infersight.collector.store import LLM, Store, check_choice, kind_of, operation_of, spend_of, spend_sql
 from infersight.detectors import parse_messages
 
 from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
@@ -23,6 +23,7 @@ _CONTEXT_NS = 86400 * NS  # how far around ``at`` to look for a trace's spans
 # The last ``at`` (Unix seconds) whose window still fits ClickHouse's Int64 nanoseconds (2262).
 AT_MAX_S = (2**63 - 1 - _CONTEXT_NS) // NS
 _CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
+_SPEND = ", ".join(f"{sql} AS {name}" for name, sql in spend_sql("kind = 'llm'").items())
 
 
 def search(
@@ -43,7 +44,8 @@ def search(
         text: a case-insensitive substring of a prompt or output.
 
     Returns the window and ``traces``: per trace its start, duration, services, routes,
-    tenants, models, span/LLM-call/error counts, tokens, cost and detection labels.
+    tenants, models, span/LLM-call/error counts, tokens and spend (``store.spend_of``: ``None``
+    where unknown, estimates and unpriced calls apart) and detection labels.
     """
     status = check_choice("status", status, STATUSES, "") or None
     label = check_value("label", label)
@@ -95,10 +97,8 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
         " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = 'llm') AS models,"
         " count() AS spans, countIf(kind = 'llm') AS llm_calls,"
         # Errors of any step (a failed retrieval fails the request); tokens and cost of the LLM
-        # calls, as every other surface counts them (tokens that are known).
-        " countIf(status = 'error') AS errors, sumIf(ifNull(input_tokens, 0), kind = 'llm') AS input_tokens,"
-        " sumIf(ifNull(output_tokens, 0), kind = 'llm') AS output_tokens,"
-        " sumIf(ifNull(cost_usd, 0), kind = 'llm') AS cost_usd"
+        # calls, as every other surface counts them (store.spend_sql: unknown is never 0).
+        f" countIf(status = 'error') AS errors, {_SPEND}"
         f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
         " GROUP BY trace_id",
         params,
@@ -121,8 +121,7 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
             "services": sorted(row["services"]), "routes": sorted(r for r in row["routes"] if r),
             "tenants": sorted(t for t in row["tenants"] if t), "models": sorted(m for m in row["models"] if m),
             "spans": int(row["spans"]), "llm_calls": int(row["llm_calls"]), "errors": int(row["errors"]),
-            "input_tokens": int(row["input_tokens"]), "output_tokens": int(row["output_tokens"]),
-            "cost_usd": float(row["cost_usd"]), "labels": label_map.get(trace_id, []),
+            **spend_of(row), "labels": label_map.get(trace_id, []),
         })
     return out
 
@@ -168,6 +167,13 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         params,
     )
     judged = _judge_scores(store, params)
+    # The trace's spend from its counted rows, as every other surface sums it: a call two spans
+    # describe is counted once, estimates apart, unknown never 0.
+    (spend,) = store.query(
+        f"SELECT {_SPEND} FROM llm_spans WHERE project = {{project:String}} AND trace_id = {{trace_id:String}}"
+        + near.replace("Timestamp", "ts"),
+        params,
+    )
     per_span_detections: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in detections:
         per_span_detections[row["span_id"]].append(row)
@@ -189,7 +195,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         "duration_s": (finish - begin) / NS,
         "spans": ordered,
         "judge_available": judged is not None,
-        "cost_usd": sum(s["cost_usd"] or 0.0 for s in spans),
+        **spend_of(spend),
         "errors": sum(1 for s in spans if s["status"] == "error"),
     }
 
@@ -239,7 +245,10 @@ def _span(row: dict[str, Any]) -> dict[str, Any]:
     else:
         segments.append({"kind": operation or "span", "from_s": 0.0, "to_s": duration_s})
     model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", "")
-    cost = _float(attrs, "infersight.cost.usd")
+    estimated = attrs.get("infersight.usage.estimated") in ("true", "1")
+    input_tokens = _int(attrs.get("gen_ai.usage.input_tokens"))
+    # Half an estimate (older SDKs priced its output alone) has an unknown cost, as in llm_spans.
+    cost = None if estimated and input_tokens is None else _float(attrs, "infersight.cost.usd")
     return {
         "span_id": row["span_id"],
         "parent_span_id": row["parent_span_id"],
@@ -256,9 +265,11 @@ def _span(row: dict[str, Any]) -> dict[str, Any]:
         "model": model,
         "tenant": attrs.get("infersight.tenant.id", ""),
         "route": attrs.get("infersight.route", ""),
-        "input_tokens": _int(attrs.get("gen_ai.usage.input_tokens")),
+        "llm": kind_of(operation_of(attrs)) == LLM,
+        "input_tokens": input_tokens,
         "output_tokens": _int(attrs.get("gen_ai.usage.output_tokens")),
         "cost_usd": cost,
+        "usage_estimated": estimated,
         "ttft_s": ttft,
         "queue_wait_s": queue_wait,
         "queue_before_s": queue_before,

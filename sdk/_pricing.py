@@ -110,22 +110,37 @@ def lookup_rates(provider: str | None, model: str) -> ModelRates | None:
     )
 
 
+def priceable(input_tokens: int | None) -> bool:
+    """Whether a call with this input count can be priced at all.
+
+    A call's input is most of its price (a prompt is usually several times its answer), so a
+    call whose input count is unknown has an unknown cost: pricing only its output gave ~40% of
+    the true cost as if it were known. An unknown output count is priced as none (embeddings
+    have no output), and a call is marked when its counts are the SDK's estimates.
+    """
+    return input_tokens is not None
+
+
 def cost_usd(
     model: str,
     *,
-    input_tokens: int,
-    output_tokens: int,
+    input_tokens: int | None,
+    output_tokens: int | None,
     cache_read_tokens: int = 0,
     cache_creation_tokens: int = 0,
     provider: str | None = None,
 ) -> tuple[float, str] | None:
-    """The USD cost of one call and where the price came from, or ``None`` for an unknown model.
+    """The USD cost of one call and where the price came from, or ``None`` for an unknown model
+    or an unknown input count (:func:`priceable`).
 
     ``input_tokens`` includes cached input, as the GenAI conventions count it. Overrides given
     to ``init(prices=...)`` win over genai-prices. Cheap after the first call per model.
     """
     from ._setup import price_override
 
+    if input_tokens is None:
+        return None
+    output_tokens = output_tokens or 0
     rates = price_override(model) or lookup_rates(provider, model)
     if rates is None:
         return None

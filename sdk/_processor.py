@@ -20,7 +20,9 @@ from ._attribution import current as current_attribution
 from ._guard import record_failure
 
 SCOPE = "infersight.sdk"
-_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+# The operations of kind ``llm`` in the collector's one table (store/_kinds.py), which the SDK
+# cannot import; tests/sdk/test_processor_operations.py fails when the two differ.
+LLM_OPERATIONS = frozenset({"chat", "completion", "generate_content", "text_completion"})
 
 
 def _scope(span: Any) -> str:
@@ -41,7 +43,7 @@ class AttributionProcessor(SpanProcessor):
                     span.set_attribute(key, value)
             parent = trace.get_current_span(parent_context)
             parent_attrs = getattr(parent, "attributes", None) or {}
-            if _scope(parent) == SCOPE and parent_attrs.get(_attrs.OPERATION) in _LLM_OPERATIONS:
+            if _scope(parent) == SCOPE and parent_attrs.get(_attrs.OPERATION) in LLM_OPERATIONS:
                 span.set_attribute(_attrs.PARENT_LLM_SPAN, format(parent.get_span_context().span_id, "016x"))
         except Exception as exc:  # noqa: BLE001 - on_start runs on the application's thread: must not raise
             record_failure("attribution processor", exc)

@@ -10,7 +10,7 @@ from . import _attrs, _setup
 from ._content import input_messages, messages_json, output_text, retrieval_content
 from ._estimate import estimate_tokens
 from ._lifecycle import Call
-from ._pricing import lookup_rates
+from ._pricing import lookup_rates, priceable
 from ._streams import StreamStats
 from ._usage import Usage, _get, extract_usage
 
@@ -113,7 +113,7 @@ def _set_usage(out: dict[str, Any], usage: Usage) -> None:
 
 
 def _set_cost(call: Call, out: dict[str, Any], usage: Usage) -> None:
-    if usage.input_tokens is None and usage.output_tokens is None:
+    if not priceable(usage.input_tokens):  # half an estimate: unknown, not its output's price
         return
     rates = None
     for model in (usage.response_model, call.model):

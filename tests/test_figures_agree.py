@@ -4,9 +4,11 @@ A mixed dataset goes in through the real OTLP route: RAG requests (retrieval, re
 call, sometimes a tool) with failures in every kind, a provider client span nested in our LLM
 span and OpenInference's span over a GenAI one (one call seen twice, each), streams that reported
 no usage, embeddings that cost money, an unpriced model, and two tenants whose users share an
-id. The Overview, the Latency, Cost, Quality and Traces pages, their ``/api/v1`` twins,
+id, calls whose usage the SDK estimated (priced apart) and half estimates (input unknown: not
+priced). The Overview, the Latency, Cost, Quality and Traces pages, their ``/api/v1`` twins,
 ``/api/v1/summary``, the daily digest and the weekly report must all show the reference's calls,
-errors, error rate, tokens, cost and latency, on both store backends.
+errors, error rate, tokens, cost and latency, on both store backends: unknown tokens and cost as
+unknown (null, "–", "unpriced"), never 0, and the same money as the same number and string.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -65,22 +68,46 @@ class Span:
 
 @dataclass
 class Call:
-    """What the reference knows of one LLM call."""
+    """What the reference knows of one LLM call, read from the span that describes it."""
 
+    trace_id: str
     tenant: str
     user: str
+    model: str
     error: bool
-    no_usage: bool  # answered, but no usage reported
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
+    input_tokens: int | None  # None: not reported
+    output_tokens: int | None
+    cost_usd: Decimal | None  # known cost; None: unknown, or estimated
+    estimated_usd: Decimal | None  # a cost from the SDK's estimated token counts
     duration_s: float
 
+    @property
+    def no_usage(self) -> bool:
+        return self.input_tokens is None and self.output_tokens is None
 
-def price(model: str, i: int, o: int) -> float | None:
+
+def price(model: str, i: int, o: int) -> Decimal | None:
+    """The exact price genai-prices gives (a Decimal), None for a model it does not know."""
     if model != PRICED:
         return None
-    return float(calc_price(Usage(input_tokens=i, output_tokens=o), model, provider_id="openai").total_price)
+    return calc_price(Usage(input_tokens=i, output_tokens=o), model, provider_id="openai").total_price
+
+
+def call_of(span: Span, tenant: str, user: str, model: str) -> Call:
+    """The call as the raw span says it: a cost the span carries (the SDK's) or genai-prices'
+    for its tokens; no price without the input count; an estimate's cost apart from known cost."""
+    a = span.attributes
+    i, o = a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens")
+    estimated = a.get("infersight.usage.estimated") is True
+    if "infersight.cost.usd" in a:
+        cost = Decimal(repr(a["infersight.cost.usd"]))
+    else:
+        cost = price(model, i, o or 0) if i is not None else None
+    if i is None:
+        cost = None  # half an estimate: what the span carries is its output's price only
+    cost = None if cost is None else cost.quantize(Decimal("1e-12"))
+    return Call(span.trace_id, tenant, user, model, span.error, i, o, None if estimated else cost,
+                cost if estimated else None, span.duration_s)
 
 
 def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[str, int]]:
@@ -119,8 +146,18 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
         no_usage = i % 10 == 3  # a stream whose usage was never reported: unknown, not 0
         attributes = {**who, "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
                       "gen_ai.request.model": model}
-        if not error and not no_usage:
+        estimated = i % 12 == 9 and not error and not no_usage  # the SDK counted the tokens itself
+        half = i % 12 == 11 and not error and not no_usage  # ... and only the answer's
+        if not error and not no_usage and not half:
             attributes |= {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}
+        if estimated or half:
+            attributes["infersight.usage.estimated"] = True
+            # What the SDK sends: its price of what it counted (older SDKs priced half an estimate).
+            sdk_price = price(model, 0 if half else tokens_in, tokens_out)
+            if sdk_price is not None:
+                attributes["infersight.cost.usd"] = float(sdk_price)
+        if half:
+            attributes["gen_ai.usage.output_tokens"] = tokens_out
         parent = root
         if i % 7 == 4:
             # A framework's span (OpenInference) over the client's (GenAI): the same call, once,
@@ -131,6 +168,7 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
             parent = span(trace, root, at + 99_000_000, seconds + 0.05, outer, None, error=error)
             attributes = {k: v for k, v in attributes.items() if k not in who}
         llm = span(trace, parent, at + 100_000_000, seconds, attributes, "llm", error=error)
+        counted = spans[-1]
         if i % 5 == 2:
             # The provider client's own span under ours: the same call again, marked by our SDK.
             span(trace, llm, at + 101_000_000, seconds - 0.001,
@@ -139,28 +177,44 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
         if i % 9 == 0:
             span(trace, root, at + 2_500_000_000, 0.2, {**who, "gen_ai.operation.name": "execute_tool"}, "tool",
                  error=i % 18 == 0)
-        unknown = error or no_usage
-        calls.append(Call(tenant, f"u-{i % 4}", error, no_usage, 0 if unknown else tokens_in,
-                          0 if unknown else tokens_out, None if unknown else price(model, tokens_in, tokens_out),
-                          seconds))
+        calls.append(call_of(counted, tenant, f"u-{i % 4}", model))
     return spans, calls, kinds
 
 
-def reference(calls: list[Call]) -> dict[str, Any]:
-    def figures(mine: list[Call]) -> dict[str, Any]:
-        errors = sum(c.error for c in mine)
-        return {
-            "llm_calls": len(mine), "llm_errors": errors, "llm_error_rate": errors / len(mine),
-            "input_tokens": sum(c.input_tokens for c in mine), "output_tokens": sum(c.output_tokens for c in mine),
-            "cost_usd": sum(c.cost_usd or 0.0 for c in mine),
-            # A failed call reported no usage and costs nothing; an answer without usage, or of a
-            # model with no price, has an unknown cost.
-            "unpriced_calls": sum(1 for c in mine if c.cost_usd is None and not c.error),
-            "unknown_usage_calls": sum(1 for c in mine if c.no_usage and not c.error),
-        }
+def figures(mine: list[Call]) -> dict[str, Any]:
+    """The reference's figures of some calls: sums of what is known, None where nothing is."""
+    errors = sum(c.error for c in mine)
+    known = [c.cost_usd for c in mine if c.cost_usd is not None]
+    estimated = [c.estimated_usd for c in mine if c.estimated_usd is not None]
+    inputs = [c.input_tokens for c in mine if c.input_tokens is not None]
+    outputs = [c.output_tokens for c in mine if c.output_tokens is not None]
+    out = {
+        "llm_calls": len(mine), "llm_errors": errors, "llm_error_rate": errors / len(mine),
+        "input_tokens": sum(inputs) if inputs else None,  # of the calls that reported it
+        "output_tokens": sum(outputs) if outputs else None,
+        # Exact sums, as floats once: the same number whatever the order of the terms.
+        "cost_usd": float(sum(known)) if known else None,
+        "estimated_cost_usd": float(sum(estimated)) if estimated else None,
+        "estimated_calls": len(estimated),
+        # A failed call that reported no usage costs nothing; an answer without usage, tokens of a
+        # model with no price, and half an estimate have an unknown cost.
+        "unpriced_calls": sum(1 for c in mine if c.cost_usd is None and c.estimated_usd is None
+                              and (c.input_tokens or c.output_tokens or (c.no_usage and not c.error))),
+        "unknown_usage_calls": sum(1 for c in mine if c.no_usage and not c.error),
+    }
+    out["usd_text"] = usd_text(out["cost_usd"], out["unpriced_calls"], out["estimated_cost_usd"])
+    return out
 
+
+SPEND = ("input_tokens", "output_tokens", "cost_usd", "estimated_cost_usd", "estimated_calls", "unpriced_calls",
+         "unknown_usage_calls")
+
+
+def reference(calls: list[Call]) -> dict[str, Any]:
     out = figures(calls)
     out["tenants"] = {t: figures([c for c in calls if c.tenant == t]) for t in sorted({c.tenant for c in calls})}
+    out["models"] = {m: figures([c for c in calls if c.model == m]) for m in sorted({c.model for c in calls})}
+    out["traces"] = {c.trace_id: figures([c]) for c in calls}
     durations = sorted(c.duration_s for c in calls)
     out["latency_s"] = {name: durations[max(math.ceil(level * len(durations)), 1) - 1]
                         for name, level in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}
@@ -219,18 +273,24 @@ def _close(shown: float, expected: float) -> bool:
     return shown == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
+def _same_spend(shown: dict[str, Any], expected: dict[str, Any], what: object) -> None:
+    """Tokens and money exactly as the reference has them: None where unknown, the same floats."""
+    for key in SPEND:
+        assert shown[key] == expected[key], (what, key, shown[key], expected[key])
+
+
 def _check_summary(summary: dict[str, Any], ref: dict[str, Any], kinds: dict[str, int]) -> None:
     assert summary["kinds"] == kinds
-    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls", "unknown_usage_calls"):
+    for key in ("llm_calls", "llm_errors"):
         assert summary[key] == ref[key], key
+    _same_spend(summary, ref, "summary")
     assert _close(summary["llm_error_rate"], ref["llm_error_rate"])
-    assert _close(summary["cost_usd"], ref["cost_usd"])
     tenants = {t["tenant"]: t for t in summary["tenants"]}
     assert sorted(tenants) == sorted(ref["tenants"])
     for name, expected in ref["tenants"].items():
-        for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+        for key in ("llm_calls", "llm_errors"):
             assert tenants[name][key] == expected[key], (name, key)
-        assert _close(tenants[name]["cost_usd"], expected["cost_usd"])
+        _same_spend(tenants[name], expected, name)
     for name, expected in ref["latency_s"].items():
         # One histogram for every latency figure: within 4.4% of the exact percentile.
         assert summary["latency_s"][name] == pytest.approx(expected, rel=0.045), name
@@ -239,9 +299,11 @@ def _check_summary(summary: dict[str, Any], ref: dict[str, Any], kinds: dict[str
 def _check_overview(page: str, summary: dict[str, Any], ref: dict[str, Any]) -> None:
     assert page_value(page, "llm-calls") == f"{ref['llm_calls']:,}"
     assert page_value(page, "error-rate") == f"{ref['llm_error_rate'] * 100:.1f}%"
-    assert page_value(page, "cost") == usd_text(ref["cost_usd"])
+    assert page_value(page, "cost") == ref["usd_text"]  # "$x + $y estimated + N unpriced"
     assert f"{ref['unpriced_calls']:,} calls of unknown cost" in page
-    assert f"{ref['input_tokens']:,} / {ref['output_tokens']:,}" in page
+    assert f"{ref['estimated_calls']:,} calls priced from estimated tokens" in page
+    assert page_value(page, "tokens") == f"{ref['input_tokens']:,} / {ref['output_tokens']:,}"
+    assert f"{ref['unknown_usage_calls']:,} calls reported no usage" in page
     assert ms(summary["latency_s"]["p50"]) in page and ms(summary["latency_s"]["p95"]) in page
 
 
@@ -260,15 +322,21 @@ def _check_cost(client: TestClient, ref: dict[str, Any]) -> None:
     data = client.get("/api/v1/cost", params={"since": "24h"}).json()
     totals = data["totals"]
     assert totals["requests"] == ref["llm_calls"]
-    assert (totals["input_tokens"], totals["output_tokens"]) == (ref["input_tokens"], ref["output_tokens"])
-    assert _close(totals["cost_usd"], ref["cost_usd"])
-    tenants = {t["name"]: t for t in data["tenants"]}
-    for name, expected in ref["tenants"].items():
-        assert tenants[name]["requests"] == expected["llm_calls"]
-        assert _close(tenants[name]["cost_usd"], expected["cost_usd"])
+    _same_spend(totals, ref, "cost totals")
+    for table, key in (("tenants", "tenants"), ("models", "models")):
+        rows = {t["name"]: t for t in data[table]}
+        assert sorted(rows) == sorted(ref[key])
+        for name, expected in ref[key].items():
+            assert rows[name]["requests"] == expected["llm_calls"]
+            _same_spend(rows[name], expected, name)
+    assert data["models"][-1]["name"] == UNPRICED and data["models"][-1]["cost_usd"] is None  # not $0
     page = client.get("/cost", params={"range": "24h"}).text
-    assert page_value(page, "cost") == usd_text(ref["cost_usd"])
+    assert page_value(page, "cost") == ref["usd_text"]
     assert page_value(page, "calls") == f"{ref['llm_calls']:,}"
+    for name, expected in ref["models"].items():
+        shown = re.search(rf'>{re.escape(name)}</a></td>\s*<td class="num">([^<]*)<', page)
+        assert shown and shown.group(1) == expected["usd_text"], name
+    assert re.search(rf'>{UNPRICED}</a></td>\s*<td class="num">unpriced<', page)
     # Users are a tenant's: u-0 of acme and u-0 of globex are two rows.
     users = {(u["tenant"], u["user_id"]): u["requests"] for u in data["users"]}
     assert sum(users.values()) == ref["llm_calls"]
@@ -279,23 +347,30 @@ def _check_traces(client: TestClient, ref: dict[str, Any]) -> None:
     traces = client.get("/api/v1/traces", params={"since": "24h", "limit": 200}).json()["traces"]
     assert len(traces) == ref["llm_calls"]  # one request, one trace, one call each
     assert sum(t["llm_calls"] for t in traces) == ref["llm_calls"]
-    assert sum(t["input_tokens"] for t in traces) == ref["input_tokens"]
-    assert _close(sum(t["cost_usd"] for t in traces), ref["cost_usd"])
+    for shown in traces:
+        _same_spend(shown, ref["traces"][shown["trace_id"]], shown["trace_id"])
+    page = client.get("/traces", params={"range": "24h"}).text
+    assert '<td class="num">$0</td>' not in page and ">0 / 0<" not in page
+    for trace_id, expected in ref["traces"].items():
+        one = client.get(f"/api/v1/traces/{trace_id}").json()
+        _same_spend(one, expected, trace_id)  # its counted call, not every span that describes it
+        assert page_value(client.get(f"/traces/{trace_id}").text, "trace-cost") == expected["usd_text"], trace_id
 
 
 def _check_digest(store: Store, project: str, day: date, summary: dict[str, Any], ref: dict[str, Any]) -> None:
     digest = build_digest(store, project, day)
     totals = digest.totals
-    for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "unpriced_calls"):
+    for key in ("llm_calls", "llm_errors"):
         assert totals[key] == ref[key], key
-    assert _close(totals["cost_usd"], ref["cost_usd"])
+    _same_spend(totals, ref, "digest")
     assert totals["latency_s"] == summary["latency_s"]
     spenders = {r["tenant"]: r for r in digest.top_spenders}
     for name, expected in ref["tenants"].items():
-        assert _close(spenders[name]["cost_usd"], expected["cost_usd"])
+        _same_spend(spenders[name], expected, name)
     first = digest.lines()[0]
     assert f"{ref['llm_calls']:,} calls" in first and f"error rate {ref['llm_error_rate']:.2%}" in first
-    assert f"cost {usd_text(ref['cost_usd'], ref['unpriced_calls'])}" in first
+    assert f"cost {ref['usd_text']} (" in first
+    assert f'id="cost">{ref["usd_text"]}<' in digest.html()
     assert f"p95 latency {ms(summary['latency_s']['p95'])}" in first
 
 
@@ -304,8 +379,12 @@ def _check_weekly(store: Store, project: str, day: date, ref: dict[str, Any]) ->
     data = weekly_data(store, project, monday)
     headline = {row["label"]: row for row in data["headline"]}
     assert headline["LLM calls"]["current"] == ref["llm_calls"]
-    assert _close(headline["Spend"]["current"], ref["cost_usd"])
+    assert headline["Spend"]["current"] == ref["cost_usd"]
+    assert headline["Spend"]["text"] == ref["usd_text"]
     assert _close(headline["Error rate"]["current"], ref["llm_error_rate"])
+    tenants = {row["name"]: row for row in data["tenants"]}
+    for name, expected in ref["tenants"].items():
+        _same_spend(tenants[name], expected, name)
 
 
 def test_the_reference_is_not_trivial():
@@ -314,9 +393,16 @@ def test_the_reference_is_not_trivial():
     assert set(kinds) == {"retrieval", "rerank", "embedding", "llm", "tool"}
     assert sum(1 for s in spans if "infersight.parent_llm_span" in s.attributes) >= 5
     assert sum(1 for s in spans if s.attributes.get("openinference.span.kind") == "LLM") >= 5
-    assert sum(c.no_usage for c in calls) >= 4
+    assert sum(c.no_usage and not c.error for c in calls) >= 3
     ref = reference(calls)
     assert ref["llm_errors"] and ref["unpriced_calls"] and ref["cost_usd"] > 0
+    # Every case of unknown and estimated: a trace of each.
+    traces = ref["traces"].values()
+    assert any(t["cost_usd"] is None and t["unpriced_calls"] and t["input_tokens"] for t in traces)  # no price
+    assert any(t["input_tokens"] is None and t["unknown_usage_calls"] for t in traces)  # a stream without usage
+    assert any(t["llm_errors"] and t["input_tokens"] is None and not t["unpriced_calls"] for t in traces)  # failed
+    assert any(t["estimated_calls"] and t["cost_usd"] is None for t in traces)  # estimated, priced apart
+    assert any(t["input_tokens"] is None and t["output_tokens"] and t["unpriced_calls"] for t in traces)  # half
     assert sum(1 for s in spans if s.error and "gen_ai.operation.name" in s.attributes
                and s.attributes["gen_ai.operation.name"] != "chat") >= 3
     assert len(ref["tenants"]) == 2 and percentiles({}) == {"p50": None, "p95": None, "p99": None, "p999": None}

@@ -43,7 +43,8 @@ class Digest:
         out = [
             f"{self.project} on {self.day}: {t['llm_calls']:,} calls ({_delta(t['llm_calls'], p['llm_calls'])}), "
             f"error rate {t['llm_error_rate']:.2%}, "
-            f"cost {usd_text(t['cost_usd'], t['unpriced_calls'])} ({_delta(t['cost_usd'], p['cost_usd'])}), "
+            f"cost {usd_text(t['cost_usd'], t['unpriced_calls'], t['estimated_cost_usd'])}"
+            f" ({_delta(t['cost_usd'], p['cost_usd'])}), "
             f"p95 latency {_ms(t['latency_s']['p95'])}"
         ]
         up = [r for r in self.service_errors if r["up"]]
@@ -57,7 +58,7 @@ class Digest:
                        + ", ".join(f"{r['route'] or '(none)'} {_ms(r['p95_s'])}" for r in self.slowest_routes[:3]))
         if self.top_spenders:
             out.append("Top spenders: " + ", ".join(
-                f"{r['tenant'] or '(none)'} {usd_text(r['cost_usd'], r['unpriced_calls'])}"
+                f"{r['tenant'] or '(none)'} {usd_text(r['cost_usd'], r['unpriced_calls'], r['estimated_cost_usd'])}"
                 for r in self.top_spenders[:3]
             ))
         moved = [r for r in self.detector_rates if r["per_1k"] >= 2 * max(r["previous_per_1k"], 0.5)]
@@ -92,7 +93,9 @@ def _rate(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.2%}"
 
 
-def _delta(now: float, before: float) -> str:
+def _delta(now: float | None, before: float | None) -> str:
+    if now is None:
+        return "unknown" if before else "no change"
     if not before:
         return "new" if now else "no change"
     return f"{(now - before) / before:+.0%} vs the day before"

@@ -46,10 +46,12 @@ def add_cost(attrs: dict[str, str]) -> None:
     model = _first(attrs, _MODEL_KEYS)
     if model is None:
         return
+    if input_tokens is None:  # unpriced, never the price of its output alone (sdk.cost_usd)
+        return
     priced = cost_usd(
         model,
-        input_tokens=input_tokens or 0,
-        output_tokens=output_tokens or 0,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         cache_read_tokens=_tokens(attrs, _CACHE_READ_KEYS) or 0,
         cache_creation_tokens=_tokens(attrs, _CACHE_WRITE_KEYS) or 0,
         provider=_first(attrs, _PROVIDER_KEYS),

@@ -18,7 +18,8 @@ from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
-from ._metrics import UNPRICED, call_figures, usd_text
+from ._metrics import call_figures
+from ._money import UNPRICED, spend_of, spend_sql, usd, usd_text
 from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
@@ -57,7 +58,10 @@ __all__ = [
     "shown",
     "since_ns",
     "since_to_unix_ns",
+    "spend_of",
+    "spend_sql",
     "statements",
     "summary",
+    "usd",
     "usd_text",
 ]

@@ -12,8 +12,9 @@ mapped from GenAI semconv, OpenInference span kinds and OpenLLMetry request type
     agent      an agent or workflow step
     other      any other GenAI operation
 
-The column's SQL default is generated from :data:`OPERATION_KINDS` (see ``sql/002_llm_spans.sql``),
-and Python readers use the same table, so the two can never disagree.
+The column's SQL default and the view's list of LLM operations are generated from
+:data:`OPERATION_KINDS` (see ``sql/002_llm_spans.sql``), Python readers use the same table, and
+a test pins the SDK's copy (the SDK cannot import the collector), so none can disagree.
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ def kind_of(operation: str) -> str:
 def operations_of(kind: str) -> tuple[str, ...]:
     """Every operation of ``kind``, sorted (for filters on tables keyed by operation)."""
     return tuple(sorted(op for op, k in OPERATION_KINDS.items() if k == kind))
+
+
+def operations_sql(kind: str) -> str:
+    """:func:`operations_of` as a ClickHouse tuple literal, for ``operation IN ...`` in DDL."""
+    return "(" + ", ".join(f"'{op}'" for op in operations_of(kind)) + ")"
 
 
 def kind_sql(operation: str = "operation") -> str:

@@ -44,12 +44,14 @@ def dead_letters(store: Store, project: str, since_ns: int) -> dict[str, Any]:
 
 _SPAN_COLUMNS = (
     "ts, trace_id, span_id, parent_span_id, service, operation, kind, tenant, user_id, session_id, route, provider, "
-    "model, input_tokens, output_tokens, cost_usd, duration_s, ttft_s, status, error_type, finish_reason"
+    "model, input_tokens, output_tokens, cost_usd, usage_estimated, duration_s, ttft_s, status, error_type,"
+    " finish_reason"
 )
 
 
 def recent_spans(store: Store, project: str, since_ns: int, limit: int) -> list[dict[str, Any]]:
-    """The newest GenAI spans since ``since_ns``, newest first, at most ``limit``."""
+    """The newest GenAI spans since ``since_ns``, newest first, at most ``limit``. Unknown tokens
+    and cost are ``None``; ``usage_estimated`` marks a cost priced from the SDK's estimated tokens."""
     return store.query(
         f"SELECT {_SPAN_COLUMNS} FROM llm_spans"
         " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"

@@ -12,7 +12,8 @@ import re
 from importlib import resources
 
 from ._histogram import histogram_sql
-from ._kinds import kind_sql, openinference_operation_sql
+from ._kinds import LLM, kind_sql, openinference_operation_sql, operations_sql
+from ._money import money_ddl
 
 _CREATE_TABLE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.MULTILINE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+)", re.MULTILINE)
@@ -35,6 +36,8 @@ def statements() -> list[str]:
         ).replace("$KIND_OF_OPERATION", kind_sql("operation")).replace(
             "$OPERATION_OF_OPENINFERENCE_KIND", openinference_operation_sql("SpanAttributes['openinference.span.kind']")
         )
+        for name, sql in {"$LLM_OPERATIONS": operations_sql(LLM), **money_ddl()}.items():
+            text = text.replace(name, sql)
         text = _HISTOGRAM.sub(lambda m: histogram_sql(m.group(1)), text)
         out.extend(s.strip() for s in text.split(";\n") if s.strip().rstrip(";"))
     return [s.rstrip(";") for s in out]

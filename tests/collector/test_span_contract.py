@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import json
 import uuid
+from decimal import Decimal
 
 import pytest
 from fastapi.testclient import TestClient
 
 from infersight.collector import Settings, create_app
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import KINDS, call_figures, encode_rows, kind_of, operations_of, summary, usd_text
+from infersight.collector.store import (
+    KINDS,
+    call_figures,
+    encode_rows,
+    kind_of,
+    operations_of,
+    statements,
+    summary,
+    usd_text,
+)
 from infersight.collector.store._kinds import kind_sql
 from infersight.dashboards._charts import fmt
 from tests.collector.otlp_bodies import genai_spans_json
@@ -52,6 +62,12 @@ def test_every_operation_has_one_kind_and_sql_agrees_with_python(store):
     assert in_sql == [kind_of(op) for op in operations]
     assert set(in_sql) <= set(KINDS) and in_sql[-1] == "other"
     assert operations_of("llm") == ("chat", "completion", "generate_content", "text_completion")
+
+
+def test_the_view_takes_its_llm_operations_from_the_table():
+    (view,) = [s for s in statements() if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_")]
+    listed = view.split("infersight.parent_llm_span'] != '' AND operation IN (")[1].split(")")[0]
+    assert tuple(op.strip(" '") for op in listed.split(",")) == operations_of("llm")  # completion too
 
 
 def test_a_rag_request_is_one_llm_call_whatever_the_other_spans(store):
@@ -96,7 +112,7 @@ def test_a_call_of_an_unpriced_model_is_unknown_cost_not_zero(store, tmp_path):
     with TestClient(create_app(settings, store=store)) as client:
         page = client.get("/", params={"range": "7d"}).text
     assert 'id="unpriced">1 calls of unknown cost (no known price, or no usage reported) are not in it<' in page
-    assert f'id="cost">{fmt(figures["cost_usd"], "usd")}<' in page and "$0.0000<" not in page
+    assert f'id="cost">{fmt(figures["cost_usd"], "usd")} + 1 unpriced<' in page and "$0.0000<" not in page
 
 
 @pytest.mark.parametrize(("usd", "shown"), [(0.0000123, "$0.0000123"), (0.00345, "$0.00345"), (12.5, "$12.50")])
@@ -108,13 +124,25 @@ def test_cheap_calls_keep_three_significant_digits(usd, shown):
     ("value", "unpriced", "text"),
     [
         (0.0, 0, "$0"),  # a free model
-        (0.0, 3, "unpriced"),  # not "$0": nothing known about its price
-        (None, 0, "unpriced"),
+        (None, 3, "unpriced"),  # not "$0": nothing known about its price
+        (0.0, 3, "$0 + 3 unpriced"),  # a free model beside three of unknown price
+        (None, 0, "–"),  # no call to price
         (0.000031, 0, "$0.0000310"),
         (0.1234, 0, "$0.1234"),
         (1234.5, 0, "$1,234.50"),
         (2.5, 4, "$2.50 + 4 unpriced"),
+        # Rounded once, half up, from the exact value: the float nearest 0.0005055 is below it.
+        (0.0005055, 0, "$0.000506"),
+        (Decimal("0.0005055"), 0, "$0.000506"),
+        (0.0009996, 0, "$0.00100"),
+        (1.005, 0, "$1.01"),
     ],
 )
 def test_money_reads_the_same_on_every_surface(value, unpriced, text):
     assert usd_text(value, unpriced) == text
+
+
+def test_estimated_cost_reads_apart_from_known_cost():
+    assert usd_text(0.0012, 2, 0.0003) == "$0.00120 + $0.000300 estimated + 2 unpriced"
+    assert usd_text(None, 0, 0.0003) == "$0.000300 estimated"
+    assert usd_text(None, 1, 0.0003) == "$0.000300 estimated + 1 unpriced"

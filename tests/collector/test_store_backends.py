@@ -137,8 +137,11 @@ def test_cluster_schema_is_replicated_with_distributed_tables_under_the_same_nam
             " ENGINE = Distributed(prod, infersight, otel_traces_local, rand())") in ddl
     assert ("ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/infersight/alerts_local',"
             " '{replica}', updated_at)") in text
-    view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v3"))
+    view = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v4"))
     assert "ON CLUSTER prod TO llm_spans_local" in view and "FROM otel_traces_local" in view
+    # The rollups read llm_spans' rows under its own name (their money conditions are qualified).
+    rollup = next(s for s in ddl if s.startswith("CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv_v3"))
+    assert "FROM llm_spans_local AS llm_spans" in rollup and "llm_spans.usage_estimated" in rollup
     # every table the app reads or writes exists under its own name
     for table in ("otel_traces", "llm_spans", "detections", "queue_depth", "alerts", "alert_events"):
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER prod AS") for s in ddl), table

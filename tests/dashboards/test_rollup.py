@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 import pytest
 
@@ -35,7 +36,9 @@ def test_rollup_and_raw_paths_agree(dash, tenant):
     expected = [c for c in calls if mixed.start_ns <= c.start_ns < mixed.end_ns and (not tenant or c.tenant == tenant)]
     assert rolled["requests"] == sum(m["requests"] for m in minutes) == 3 * len(expected)  # 3 GenAI spans a call
     assert rolled["errors"] == sum(m["errors"] for m in minutes) == sum(c.error for c in expected)
-    assert rolled["cost_usd"] == pytest.approx(sum(c.cost_usd for c in expected))
+    # Money is summed exactly: the same Decimal whichever source, whatever the order.
+    exact = sum(Decimal(repr(c.cost_usd)).quantize(Decimal("1e-12")) for c in expected)
+    assert rolled["cost_usd"] == sum(m["cost_usd"] for m in minutes) == exact
     assert rolled["rerank_candidates"] == sum(c.candidates for c in expected)
     for measure in ("duration_s", "ttft_s", "queue_wait_s", "prefill_s", "tpot_s"):
         assert rolled[measure] == merge_histograms(m[measure] for m in minutes), measure

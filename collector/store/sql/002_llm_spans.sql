@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS llm_spans (
     cache_creation_tokens UInt64,
     reasoning_tokens UInt64,
     cost_usd Nullable(Float64),
+    usage_estimated UInt8,
     duration_s Float64,
     ttft_s Nullable(Float64),
     queue_wait_s Nullable(Float64),
@@ -54,19 +55,27 @@ ALTER TABLE llm_spans ADD COLUMN IF NOT EXISTS session_id String AFTER user_id;
 ALTER TABLE llm_spans MODIFY COLUMN input_tokens Nullable(UInt64);
 ALTER TABLE llm_spans MODIFY COLUMN output_tokens Nullable(UInt64);
 
+-- A cost from the SDK's estimated token counts (infersight.usage.estimated) is summed apart from
+-- known cost (store/_money.py). Old rows: 0, not estimated (what was estimated then is not known).
+ALTER TABLE llm_spans ADD COLUMN IF NOT EXISTS usage_estimated UInt8 AFTER cost_usd;
+
 -- Attribute names differ between instrumentations. Since the ingest normaliser
 -- (ingest/_normalize.py) every span arrives with the canonical names too; each column still
 -- takes the first one present, in the order the GenAI conventions, their deprecated names,
 -- OpenInference (llm.*, openinference.span.kind), older OpenLLMetry (llm.usage.*,
 -- llm.request.type), because spool entries decoded before the normaliser hold only the originals.
--- v3 replaces v2 (unknown tokens as NULL, the session, a call two instrumentations describe
--- counted once), which replaced v1 (only the current GenAI names); a view's query cannot be
--- replaced in place.
+-- v4 replaces v3 (the LLM operations generated from store/_kinds.py, which v3 wrote out without
+-- `completion`; estimated usage marked, and a cost priced from half an estimate unknown), which
+-- replaced v2 (unknown tokens as NULL, the session, a call two instrumentations describe counted
+-- once), which replaced v1 (only the current GenAI names); a view's query cannot be replaced in
+-- place.
 DROP VIEW IF EXISTS llm_spans_mv;
 
 DROP VIEW IF EXISTS llm_spans_mv_v2;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v3 TO llm_spans AS
+DROP VIEW IF EXISTS llm_spans_mv_v3;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_spans_mv_v4 TO llm_spans AS
 SELECT
     ResourceAttributes['infersight.project'] AS project,
     Timestamp AS ts,
@@ -106,7 +115,11 @@ SELECT
     toUInt64OrZero(coalesce(
         nullIf(SpanAttributes['gen_ai.usage.reasoning.output_tokens'], ''),
         SpanAttributes['llm.token_count.completion_details.reasoning'])) AS reasoning_tokens,
-    toFloat64OrNull(SpanAttributes['infersight.cost.usd']) AS cost_usd,
+    SpanAttributes['infersight.usage.estimated'] IN ('true', '1') AS usage_estimated,
+    -- Half an estimate (input unknown, output estimated) priced only the output: its cost is
+    -- unknown, not the ~40% of it that older SDKs stored (sdk/_pricing.py priceable).
+    if(usage_estimated AND input_tokens IS NULL, NULL,
+        toFloat64OrNull(SpanAttributes['infersight.cost.usd'])) AS cost_usd,
     Duration / 1e9 AS duration_s,
     toFloat64OrNull(SpanAttributes['gen_ai.response.time_to_first_chunk']) AS ttft_s,
     toFloat64OrNull(SpanAttributes['infersight.queue.wait_s']) AS queue_wait_s,
@@ -125,5 +138,5 @@ FROM otel_traces
 -- infersight LLM span (the SDK marks it), and the outer span of any other nested pair (the
 -- ingest step marks it with the span it repeats, ingest/_nesting.py).
 WHERE operation != ''
-    AND NOT (SpanAttributes['infersight.parent_llm_span'] != '' AND operation IN ('chat', 'text_completion', 'generate_content'))
+    AND NOT (SpanAttributes['infersight.parent_llm_span'] != '' AND operation IN $LLM_OPERATIONS)
     AND SpanAttributes['infersight.same_call_as'] = '';

@@ -79,10 +79,31 @@ PARTITION BY toYYYYMM(period)
 ORDER BY (project, period, service, service_version, operation, route, model)
 SETTINGS non_replicated_deduplication_window = 1000;
 
--- v2: tokens of calls with unknown usage (NULL in llm_spans) add nothing; v1 summed UInt64 only.
+-- v3: known, estimated and unknown cost apart, money as exact decimals (store/_money.py: the same
+-- sums as the figures over raw rows, to the picodollar). Hours stored before v3 read their float
+-- total as known cost, priced when it is not 0, and usage reported when they have tokens.
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS priced_cost_usd SimpleAggregateFunction(sum, Decimal128(12)) DEFAULT toDecimal128(cost_usd, 12) AFTER cost_usd;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS priced_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(cost_usd > 0, requests, 0) AFTER priced_cost_usd;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS estimated_cost_usd SimpleAggregateFunction(sum, Decimal128(12)) AFTER priced_calls;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS estimated_calls SimpleAggregateFunction(sum, UInt64) AFTER estimated_cost_usd;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS unpriced_calls SimpleAggregateFunction(sum, UInt64) AFTER estimated_calls;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS input_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(input_tokens > 0, requests, 0) AFTER unpriced_calls;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS output_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(output_tokens > 0, requests, 0) AFTER input_calls;
+
+ALTER TABLE llm_hourly ADD COLUMN IF NOT EXISTS unknown_usage_calls SimpleAggregateFunction(sum, UInt64) AFTER output_calls;
+
+-- v2 summed tokens of calls with unknown usage (NULL in llm_spans) as nothing, v1 as UInt64 only.
 DROP VIEW IF EXISTS llm_hourly_mv;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv_v2 TO llm_hourly AS
+DROP VIEW IF EXISTS llm_hourly_mv_v2;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_mv_v3 TO llm_hourly AS
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, model,
     count() AS requests,
@@ -90,14 +111,21 @@ SELECT
     countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
     sum(ifNull(input_tokens, 0)) AS input_tokens,
     sum(ifNull(output_tokens, 0)) AS output_tokens,
-    sum(ifNull(cost_usd, 0)) AS cost_usd,
+    sumIf($EXACT_USD, $KNOWN_COST) AS priced_cost_usd,
+    countIf($KNOWN_COST) AS priced_calls,
+    sumIf($EXACT_USD, $ESTIMATED_COST) AS estimated_cost_usd,
+    countIf($ESTIMATED_COST) AS estimated_calls,
+    countIf($UNPRICED) AS unpriced_calls,
+    countIf($REPORTED_INPUT) AS input_calls,
+    countIf($REPORTED_OUTPUT) AS output_calls,
+    countIf($UNKNOWN_USAGE) AS unknown_usage_calls,
     $HISTOGRAM(duration_s) AS duration_s,
     $HISTOGRAM(ttft_s) AS ttft_s,
     $HISTOGRAM(queue_wait_s) AS queue_wait_s,
     $HISTOGRAM(itl_p50_s) AS itl_p50_s,
     $HISTOGRAM(itl_p95_s) AS itl_p95_s,
     $HISTOGRAM(tpot_s) AS tpot_s
-FROM llm_spans
+FROM llm_spans AS llm_spans
 GROUP BY project, period, service, service_version, operation, route, model;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS llm_hourly_extras_mv TO llm_hourly AS
@@ -137,10 +165,31 @@ PARTITION BY toYYYYMM(period)
 ORDER BY (project, period, tenant, service, service_version, operation, route, model)
 SETTINGS non_replicated_deduplication_window = 1000;
 
--- v2: tokens of calls with unknown usage (NULL in llm_spans) add nothing; v1 summed UInt64 only.
+-- v3: known, estimated and unknown cost apart, money as exact decimals (store/_money.py: the same
+-- sums as the figures over raw rows, to the picodollar). Hours stored before v3 read their float
+-- total as known cost, priced when it is not 0, and usage reported when they have tokens.
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS priced_cost_usd SimpleAggregateFunction(sum, Decimal128(12)) DEFAULT toDecimal128(cost_usd, 12) AFTER cost_usd;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS priced_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(cost_usd > 0, requests, 0) AFTER priced_cost_usd;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS estimated_cost_usd SimpleAggregateFunction(sum, Decimal128(12)) AFTER priced_calls;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS estimated_calls SimpleAggregateFunction(sum, UInt64) AFTER estimated_cost_usd;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS unpriced_calls SimpleAggregateFunction(sum, UInt64) AFTER estimated_calls;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS input_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(input_tokens > 0, requests, 0) AFTER unpriced_calls;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS output_calls SimpleAggregateFunction(sum, UInt64) DEFAULT if(output_tokens > 0, requests, 0) AFTER input_calls;
+
+ALTER TABLE llm_tenant_hourly ADD COLUMN IF NOT EXISTS unknown_usage_calls SimpleAggregateFunction(sum, UInt64) AFTER output_calls;
+
+-- v2 summed tokens of calls with unknown usage (NULL in llm_spans) as nothing, v1 as UInt64 only.
 DROP VIEW IF EXISTS llm_tenant_hourly_mv;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_mv_v2 TO llm_tenant_hourly AS
+DROP VIEW IF EXISTS llm_tenant_hourly_mv_v2;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_mv_v3 TO llm_tenant_hourly AS
 SELECT
     project, toStartOfHour(toDateTime(ts, 'UTC')) AS period, service, service_version, operation, route, tenant, model,
     count() AS requests,
@@ -148,14 +197,21 @@ SELECT
     countIf(status = 'error' AND error_class = 'transient') AS transient_errors,
     sum(ifNull(input_tokens, 0)) AS input_tokens,
     sum(ifNull(output_tokens, 0)) AS output_tokens,
-    sum(ifNull(cost_usd, 0)) AS cost_usd,
+    sumIf($EXACT_USD, $KNOWN_COST) AS priced_cost_usd,
+    countIf($KNOWN_COST) AS priced_calls,
+    sumIf($EXACT_USD, $ESTIMATED_COST) AS estimated_cost_usd,
+    countIf($ESTIMATED_COST) AS estimated_calls,
+    countIf($UNPRICED) AS unpriced_calls,
+    countIf($REPORTED_INPUT) AS input_calls,
+    countIf($REPORTED_OUTPUT) AS output_calls,
+    countIf($UNKNOWN_USAGE) AS unknown_usage_calls,
     $HISTOGRAM(duration_s) AS duration_s,
     $HISTOGRAM(ttft_s) AS ttft_s,
     $HISTOGRAM(queue_wait_s) AS queue_wait_s,
     $HISTOGRAM(itl_p50_s) AS itl_p50_s,
     $HISTOGRAM(itl_p95_s) AS itl_p95_s,
     $HISTOGRAM(tpot_s) AS tpot_s
-FROM llm_spans
+FROM llm_spans AS llm_spans
 GROUP BY project, period, service, service_version, operation, route, tenant, model;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS llm_tenant_hourly_extras_mv TO llm_tenant_hourly AS
