@@ -20,10 +20,10 @@ EXPECTED = {
     ],
     store: [
         "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "PENDING_DEAD_LETTERS", "Store",
-        "StoreError", "UNPRICED", "bucket_value", "call_figures", "clickhouse_time", "cluster_statements",
-        "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql", "insert_error", "kind_of",
-        "merge_histograms", "operation_of", "operations_of", "percentiles", "queues", "recent_spans",
-        "since_to_unix_ns", "statements", "summary", "usd_text",
+        "StoreError", "UNPRICED", "bucket_value", "call_detections", "call_figures", "clickhouse_time",
+        "cluster_statements", "day_or_yesterday", "dead_letters", "detections", "encode_rows", "histogram_sql",
+        "insert_error", "kind_of", "merge_histograms", "operation_of", "operations_of", "percentiles", "queues",
+        "recent_spans", "since_to_unix_ns", "statements", "summary", "usd_text",
     ],
     alerts: [
         "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",

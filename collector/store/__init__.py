@@ -18,7 +18,7 @@ from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import UNPRICED, call_figures, usd_text
-from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
+from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, since_to_unix_ns
 
@@ -33,6 +33,7 @@ __all__ = [
     "StoreError",
     "UNPRICED",
     "bucket_value",
+    "call_detections",
     "call_figures",
     "clickhouse_time",
     "cluster_statements",
