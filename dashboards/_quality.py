@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import StoreError
-from infersight.collector.store import Store
+from infersight.collector.store import Store, call_detections
 
 from ._filters import NS, View, finite, where
 from ._queries import COST_DETECTORS, LLM_OPERATIONS, detections_of, window
@@ -23,8 +23,8 @@ def quality(store: Store, project: str, view: View) -> dict[str, Any]:
     """Soft failures per detector over time and per label, judge trends and drift findings.
 
     A rate is the share of LLM calls in which a detector found something (a call counted
-    once per detector). Labels are listed per detector version: rates are comparable only
-    within one version.
+    once per detector, whichever of its spans the detector fired on: ``store.call_detections``).
+    Labels are listed per detector version: rates are comparable only within one version.
     """
     calls = aggregate(store, project, view, ("bucket",), ("requests",), match={"operation": LLM_OPERATIONS})
     calls_per_bucket = {row["bucket"]: row["requests"] for row in calls}
@@ -34,25 +34,25 @@ def quality(store: Store, project: str, view: View) -> dict[str, Any]:
         "project": project, "start_ns": view.start_ns, "end_ns": view.end_ns, "bucket_s": view.bucket_s,
         "other": list(_NOT_SOFT_FAILURES),
     }
-    scope = (
-        " WHERE project = {project:String}"
+    scope = " " + call_detections(
+        "project = {project:String}"
         " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
         " AND detector NOT IN {other:Array(String)} AND splitByChar('.', label)[1] NOT IN {other:Array(String)}"
         f"{where(view, params)}"
     )
     per_bucket = store.query(
         "SELECT toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket_s:UInt32} SECOND)) AS bucket,"
-        f" detector, uniqExact(span_id) AS spans FROM detections{scope} GROUP BY bucket, detector",
+        f" detector, uniqExact(span_id) AS spans FROM{scope} GROUP BY bucket, detector",
         params,
     )
     per_label = store.query(
         "SELECT detector, version, label, count() AS detections, uniqExact(span_id) AS spans,"
-        f" avg(score) AS mean_score FROM detections{scope} GROUP BY detector, version, label"
+        f" avg(score) AS mean_score FROM{scope} GROUP BY detector, version, label"
         " ORDER BY detector, version, spans DESC, label",
         params,
     )
     per_detector = store.query(
-        f"SELECT detector, uniqExact(span_id) AS spans FROM detections{scope} GROUP BY detector ORDER BY detector",
+        f"SELECT detector, uniqExact(span_id) AS spans FROM{scope} GROUP BY detector ORDER BY detector",
         params,
     )
 

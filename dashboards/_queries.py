@@ -12,6 +12,7 @@ from typing import Any
 from infersight.collector.store import (
     LLM,
     Store,
+    call_detections,
     clickhouse_time,
     merge_histograms,
     operations_of,
@@ -230,12 +231,12 @@ def detections_of(
     }
     return store.query(
         "SELECT toUnixTimestamp64Milli(ts) AS at_ms, trace_id, span_id, service, tenant, route, model, detector,"
-        " version, label, score, evidence FROM detections"
-        " WHERE project = {project:String}"
-        " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
-        " AND (detector IN {detectors:Array(String)} OR splitByChar('.', label)[1] IN {detectors:Array(String)})"
-        f"{where(view, params)}"
-        " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
+        " version, label, score, evidence FROM " + call_detections(
+            "project = {project:String}"
+            " AND ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
+            " AND (detector IN {detectors:Array(String)} OR splitByChar('.', label)[1] IN {detectors:Array(String)})"
+            f"{where(view, params)}")
+        + " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
         params,
     )
 

@@ -8,7 +8,16 @@ from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import BadRequest, StoreError
-from infersight.collector.store import LLM, Store, check_choice, kind_of, operation_of, spend_of, spend_sql
+from infersight.collector.store import (
+    LLM,
+    Store,
+    call_detections,
+    check_choice,
+    kind_of,
+    operation_of,
+    spend_of,
+    spend_sql,
+)
 from infersight.detectors import parse_messages
 
 from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
@@ -162,8 +171,9 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
     if not rows:
         return None
     detections = store.query(
-        "SELECT span_id, detector, version, label, score, evidence FROM detections"
-        " WHERE project = {project:String} AND trace_id = {trace_id:String} ORDER BY detector, label",
+        "SELECT span_id, detector, version, label, score, evidence FROM "
+        + call_detections("project = {project:String} AND trace_id = {trace_id:String}")
+        + " ORDER BY detector, label",
         params,
     )
     judged = _judge_scores(store, params)

@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..store import Store, call_figures, usd_text
+from ..store import Store, call_detections, call_figures, usd_text
 from ._model import Alert
 
 DIGEST = "DailyDigest"
@@ -134,10 +134,10 @@ def build_digest(store: Store, project: str, day: date) -> Digest:
     llm_calls = {"now": digest.totals["llm_calls"], "before": digest.previous["llm_calls"]}
     rates = store.query(
         "SELECT label, countIf(ts >= fromUnixTimestamp64Nano({start:Int64})) AS now,"
-        " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS before FROM detections"
-        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({prev:Int64})"
-        " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND detector NOT LIKE 'drift%'"
-        " GROUP BY label ORDER BY now DESC",
+        " countIf(ts < fromUnixTimestamp64Nano({start:Int64})) AS before FROM " + call_detections(
+            "project = {project:String} AND ts >= fromUnixTimestamp64Nano({prev:Int64})"
+            " AND ts < fromUnixTimestamp64Nano({end:Int64}) AND detector NOT LIKE 'drift%'")
+        + " GROUP BY label ORDER BY now DESC",
         {**params, "prev": prev_start},
     )
     digest.detector_rates = [

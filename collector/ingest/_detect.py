@@ -3,7 +3,9 @@
 
 Runs after the acknowledgement: the spool writer asks :meth:`~._decode.Decoder.detect` for the
 detections of each batch it stores (in a low-priority worker process) and inserts them with the
-batch's token, so they are stored exactly once and no detector ever delays an ack. Only rows
+batch's token, so they are stored exactly once and no detector ever delays an ack. A span that
+repeats another's call (``_nesting``) gives its detections to the counted row's id, so a call
+described twice is flagged once per detector by every reader (``store.call_detections``). Only rows
 that carry an output (``gen_ai.output.messages``) are looked at, and an output larger than
 :data:`MAX_OUTPUT_CHARS` is not looked at: every detector is linear, so that bounds one span's
 detector time (~0.35 s at the slowest rate measured on hostile text). What is not analysed is
@@ -22,6 +24,7 @@ from infersight.detectors import SpanText, messages_text, run_inline, schema_che
 
 from .._counters import TOO_LARGE
 from ..store import encode_rows
+from ._nesting import counted_span_id
 
 _OUTPUT = "gen_ai.output.messages"
 _OUTPUT_MARK = b'"gen_ai.output.messages"'  # as encode_rows writes the key: a cheap filter on bytes
@@ -81,7 +84,7 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
         "project": project_of(row),
         "ts": row["Timestamp"],
         "trace_id": row["TraceId"],
-        "span_id": row["SpanId"],
+        "span_id": counted_span_id(row),  # one call, one set of detections: the counted row's
         "service": row.get("ServiceName", ""),
         "tenant": attrs.get("infersight.tenant.id", ""),
         "route": attrs.get("infersight.route", ""),

@@ -1,36 +1,58 @@
 """One model call, one counted row: spans of two instrumentations describing the same call.
 
 A framework's LLM span over a client's (LangChain over OpenAI), OpenInference over GenAI
-semconv, or our decorator over either: two LLM spans, one call. Two shapes occur:
+semconv, or our decorator over either: two LLM spans, one call. Two spans are paired only when
+they provably describe one exchange:
 
-* the inner span is a **child** of the outer one (a client wrapped twice, our decorator);
-* the inner span is elsewhere in the trace (a sibling, or under a span in between) but from
-  another instrumentation (another scope), inside the outer one's time, with the same model:
-  OpenInference's LangChain tracer starts its span without making it current, so the OpenAI span
-  is its sibling. Without a span around the call (an app's request span) the two are separate
-  traces and are not paired.
+1. the inner span is a **child** of the outer one (a client wrapped twice, our decorator); or
+2. the inner span is elsewhere in the trace (OpenInference's LangChain tracer starts its span
+   without making it current, so the OpenAI span is its sibling) and all of these hold:
+
+   a. it is another instrumentation's (another scope): one instrumentation's concurrent calls
+      are never one call;
+   b. it lies inside the outer span's time;
+   c. nothing differs that both spans know: model, status (error or not), response id
+      (``gen_ai.response.id``, or the ``id`` in OpenInference's JSON ``output.value``), usage
+      (input and output tokens), prompt (:func:`~infersight.detectors.prompt_hash` of the input
+      messages);
+   d. something is the same: the response id alone proves it; else the usage or the prompt, with
+      the two spans ending within :data:`END_TOLERANCE_NS` of each other;
+   e. it is unambiguous: neither span has a second candidate that is not itself paired with the
+      first (a framework span over two instrumented clients of one call is a chain, not a choice).
+
+Time overlap and model alone are never enough: concurrent calls (``batch``, ``gather``,
+threads) overlap and share a model, and a failed call often records no model at all. What is
+not provably one call stays two rows. Without a span around the call (an app's request span)
+the two are separate traces and are not paired.
 
 The innermost span is the one counted: its duration and TTFT are the call's own. Every outer
 span of the pair gets ``infersight.same_call_as`` (the inner span's id) and the view leaves it
 out of ``llm_spans``; when both arrive in one request, the outer span's attribution (tenant,
-user, session, route) and usage fill what the inner one lacks.
+user, session, route) and usage fill what the inner one lacks. Detections found on a marked
+span belong to the span it names (``_detect.counted_span_id``).
 
 Spans of one trace often arrive in separate requests (``SimpleSpanProcessor`` exports each
 span alone, and inner spans end, so are exported, first). The decode worker keeps the last
-:data:`REMEMBERED` LLM spans it saw, so whichever of a pair comes second is recognised. Not
-covered: a pair whose halves go to two different decode worker processes (with several
-workers, requests are spread over them), and an outer span that arrives BEFORE its inner one
-in another request: it is already counted, so the inner one is then the row left out (its
-timings are lost, never its tokens twice). A span the SDK already marked
-(``infersight.parent_llm_span``: a foreign span under our LLM span) is left as it is.
+:data:`REMEMBERED` LLM spans it saw (their ids, times and the evidence above, never content),
+so whichever of a pair comes second is recognised. Not covered: a pair whose halves go to two
+different decode worker processes (with several workers, requests are spread over them), and
+an outer span that arrives BEFORE its inner one in another request: it is already counted, so
+the inner one is then the row left out (its timings are lost, never its tokens twice). A span
+the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
+left as it is.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
+
+from infersight.detectors import prompt_hash
 
 from ..store import LLM, kind_of
 from ._times import ts_ns
@@ -38,7 +60,12 @@ from ._times import ts_ns
 SAME_CALL_AS = "infersight.same_call_as"
 SDK_PARENT_LLM_SPAN = "infersight.parent_llm_span"
 REMEMBERED = 4096
+# A framework's span ends right after its client's (the client returns, the framework's callback
+# closes its span on the same thread): 2 s leaves room for a busy host and is still far shorter
+# than the calls it tells apart.
+END_TOLERANCE_NS = 2 * 10**9
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
+_RESPONSE_ID = "gen_ai.response.id"
 # What the outer span knows about who made the call, copied onto the counted row when absent.
 ATTRIBUTION_KEYS = (
     "infersight.tenant.id", "infersight.user.id", "infersight.route", "gen_ai.conversation.id",
@@ -55,18 +82,32 @@ class _Call:
     end_ns: int
     model: str
     scope: str
+    failed: bool = False
+    response_id: str = ""
+    usage: tuple[str, str] | None = None
+    prompt: str = ""  # prompt_hash of the input messages; "" when not captured
     dropped: bool = False  # marked as the repeat of another span: it cannot stand for a call any more
 
     def holds(self, other: _Call) -> bool:
-        """``other``, not a child, is the same call inside this span: only another instrumentation's
-        span counts (one instrumentation's concurrent calls of one model overlap in time too)."""
+        """``other``, not a child, lies inside this span, is another instrumentation's and
+        knows nothing that differs from what this span knows (conditions a-c of the module)."""
         if other.scope == self.scope or not (self.start_ns <= other.start_ns and other.end_ns <= self.end_ns):
             return False
-        if self.model and other.model and self.model != other.model:
-            return False
-        if (self.start_ns, self.end_ns) == (other.start_ns, other.end_ns):
-            return self.span_id > other.span_id  # exactly one of the two is the outer one
-        return True
+        if (self.start_ns, self.end_ns) == (other.start_ns, other.end_ns) and self.span_id < other.span_id:
+            return False  # exactly one of the two is the outer one
+        return self.failed == other.failed and all(
+            not (mine and theirs) or mine == theirs
+            for mine, theirs in ((self.model, other.model), (self.response_id, other.response_id),
+                                 (self.usage, other.usage), (self.prompt, other.prompt))
+        )
+
+    def same_exchange(self, inner: _Call) -> bool:
+        """Besides :meth:`holds`, something both spans saw is the same (condition d)."""
+        if self.response_id and self.response_id == inner.response_id:
+            return True
+        shared_usage = self.usage is not None and self.usage == inner.usage
+        shared_prompt = bool(self.prompt) and self.prompt == inner.prompt
+        return (shared_usage or shared_prompt) and self.end_ns - inner.end_ns <= END_TOLERANCE_NS
 
 
 class _Recent:
@@ -125,10 +166,31 @@ def _call(row: dict[str, Any]) -> _Call | None:
     if kind_of(attrs.get("gen_ai.operation.name", "")) != LLM or attrs.get(SDK_PARENT_LLM_SPAN):
         return None
     start = ts_ns(row["Timestamp"])
+    tokens = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
     return _Call(
         row["TraceId"], row["SpanId"], row["ParentSpanId"], start, start + int(row["Duration"]),
         next((attrs[k] for k in _MODEL_KEYS if attrs.get(k)), ""), row["ScopeName"],
+        failed=row["StatusCode"] == "Error",
+        response_id=attrs.get(_RESPONSE_ID) or _openinference_response_id(attrs),
+        usage=(tokens[0], tokens[1]) if tokens[0] and tokens[1] else None,
+        prompt=prompt_hash(attrs.get("gen_ai.input.messages", "")),
     )
+
+
+def _openinference_response_id(attrs: dict[str, str]) -> str:
+    """The provider's response id in OpenInference's ``output.value``: the response itself for a
+    client span (``id``), LangChain's ``LLMResult`` for a framework span (``llm_output.id``)."""
+    value = attrs.get("output.value", "")
+    if attrs.get("output.mime_type") != "application/json" or not value.startswith("{"):
+        return ""
+    try:
+        document = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return ""
+    found = document.get("id")
+    if found is None and isinstance(document.get("llm_output"), dict):
+        found = document["llm_output"].get("id")
+    return found if isinstance(found, str) else ""
 
 
 def _pairs(calls: list[_Call]) -> list[tuple[_Call, _Call]]:
@@ -140,10 +202,29 @@ def _pairs(calls: list[_Call]) -> list[tuple[_Call, _Call]]:
         if parent is not None:
             out.append((parent, call))
     if 1 < len(calls) <= MAX_COMPARED and len({c.scope for c in calls}) > 1:
-        out.extend((a, b) for a in calls for b in calls if a is not b and a.parent_id != b.span_id
-                   and b.parent_id != a.span_id and a.holds(b))
+        out.extend(_unambiguous([
+            (a, b) for a in calls for b in calls if a is not b and a.parent_id != b.span_id
+            and b.parent_id != a.span_id and a.holds(b) and a.same_exchange(b)
+        ], out))
     out.sort(key=lambda pair: (pair[0].start_ns, -pair[0].end_ns))  # attribution flows inwards
     return out
+
+
+def _unambiguous(found: list[tuple[_Call, _Call]], nested: list[tuple[_Call, _Call]]) -> list[tuple[_Call, _Call]]:
+    """The pairs of ``found`` in which neither span has another candidate that is not one call
+    with the first (condition e): with two candidates, which one is the call is a guess."""
+    related = {(a.span_id, b.span_id) for a, b in [*found, *nested]}
+    inners: dict[str, list[_Call]] = {}
+    outers: dict[str, list[_Call]] = {}
+    for outer, inner in found:
+        inners.setdefault(outer.span_id, []).append(inner)
+        outers.setdefault(inner.span_id, []).append(outer)
+
+    def chain(candidates: list[_Call]) -> bool:
+        return all((x.span_id, y.span_id) in related or (y.span_id, x.span_id) in related
+                   for i, x in enumerate(candidates) for y in candidates[i + 1:])
+
+    return [(o, i) for o, i in found if chain(inners[o.span_id]) and chain(outers[i.span_id])]
 
 
 def _mark(outer: _Call, inner: _Call, here: dict[tuple[str, str], tuple[_Call, dict[str, Any]]]) -> None:
@@ -164,3 +245,15 @@ def _fill(inner: dict[str, str], outer: dict[str, str]) -> None:
     for key in ATTRIBUTION_KEYS:
         if key not in inner and outer.get(key):
             inner[key] = outer[key]
+
+
+def counted_span_id(row: Mapping[str, Any]) -> str:
+    """The id of the row that counts the call ``row`` (an ``otel_traces`` row) describes: the span
+    it repeats when it is the marked half of a pair, else its own. Detections found on either half
+    of a pair are the call's, so they carry this id."""
+    attrs = row.get("SpanAttributes") or {}
+    if attrs.get(SAME_CALL_AS):
+        return str(attrs[SAME_CALL_AS])
+    if attrs.get(SDK_PARENT_LLM_SPAN) and kind_of(attrs.get("gen_ai.operation.name", "")) == LLM:
+        return str(attrs[SDK_PARENT_LLM_SPAN])  # the SDK's span over it is the counted row
+    return str(row["SpanId"])

@@ -20,7 +20,7 @@ from ._histogram import bucket_value, histogram_sql, merge_histograms, percentil
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
 from ._money import UNPRICED, spend_of, spend_sql, usd, usd_text
-from ._queries import PENDING_DEAD_LETTERS, dead_letters, detections, queues, recent_spans, summary
+from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, shown, since_to_unix_ns
@@ -36,6 +36,7 @@ __all__ = [
     "StoreError",
     "UNPRICED",
     "bucket_value",
+    "call_detections",
     "call_figures",
     "check_choice",
     "check_text",

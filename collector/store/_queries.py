@@ -60,16 +60,32 @@ def recent_spans(store: Store, project: str, since_ns: int, limit: int) -> list[
     )
 
 
+def call_detections(condition: str) -> str:
+    """The one definition of what a detection counts for: a ``FROM`` source (aliased
+    ``detections``) with the ``detections`` rows that match ``condition`` (SQL over its columns,
+    values bound by the caller), one per call and detector.
+
+    Both spans of a call two instrumentations describe are analysed and carry the counted row's
+    id (``ingest._detect``), so a detector that fires on both is one finding, not two; the row kept
+    is the earliest (then the lowest label). Rows of no span (window findings such as drift) are
+    each their own."""
+    return (
+        "(SELECT * FROM detections WHERE " + condition + " ORDER BY ts, label"
+        " LIMIT 1 BY trace_id, span_id, detector, if(span_id = '', cityHash64(ts, label, evidence), 0))"
+        " AS detections"
+    )
+
+
 def detections(
     store: Store, project: str, since_ns: int, detector: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """Detections since ``since_ns``, newest first, optionally of one detector."""
     return store.query(
         "SELECT toString(ts) AS at, trace_id, span_id, service, tenant, route, model, detector, version,"
-        " label, score, evidence FROM detections"
-        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
-        " AND ({detector:String} = '' OR detector = {detector:String})"
-        " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
+        " label, score, evidence FROM " + call_detections(
+            "project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
+            " AND ({detector:String} = '' OR detector = {detector:String})")
+        + " ORDER BY detections.ts DESC LIMIT {limit:UInt32}",
         {"project": project, "since_ns": since_ns, "detector": detector or "", "limit": limit},
     )
 

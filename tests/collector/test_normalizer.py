@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from infersight.collector.ingest._nesting import SAME_CALL_AS, _Recent, mark_same_calls
 from infersight.collector.ingest._normalize import normalize
 
@@ -112,9 +114,10 @@ def test_plain_text_values_are_messages_json_ones_are_not():
     assert "gen_ai.output.messages" not in js["SpanAttributes"]
 
 
-def llm(span: str, *, parent: str = "", start: int = T0, duration: int = 10**9, scope: str = "s", **attrs: str):
+def llm(span: str, *, parent: str = "", start: int = T0, duration: int = 10**9, scope: str = "s",
+        status: str = "Unset", **attrs: str):
     r = row({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", **attrs}, span=span, parent=parent,
-            start=start, duration=duration, scope=scope)
+            start=start, duration=duration, scope=scope, status=status)
     return r
 
 
@@ -128,12 +131,87 @@ def test_a_child_llm_span_is_the_call_and_its_parent_gives_the_attribution():
     assert (a["infersight.user.id"], a["infersight.tenant.id"]) == ("u", "acme")
 
 
-def test_a_sibling_inside_another_instrumentations_span_is_the_same_call():
-    framework = llm("f", parent="r", scope="langchain")
-    client = llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openai")
-    mark_same_calls([framework, client], _Recent(16))
-    assert framework["SpanAttributes"][SAME_CALL_AS] == "c"
-    assert SAME_CALL_AS not in client["SpanAttributes"]
+USAGE = {"gen_ai.usage.input_tokens": "12", "gen_ai.usage.output_tokens": "30"}
+
+
+def marks(*rows: dict[str, Any]) -> list[str | None]:
+    mark_same_calls(list(rows), _Recent(16))
+    return [r["SpanAttributes"].get(SAME_CALL_AS) for r in rows]
+
+
+def test_a_sibling_inside_another_instrumentations_span_is_the_same_call_on_evidence():
+    framework = llm("f", parent="r", scope="langchain", **USAGE)
+    client = llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openai", **USAGE)
+    assert marks(framework, client) == ["c", None]
+
+
+def test_time_and_model_alone_never_pair_siblings():
+    # a call beside another instrumentation's concurrent call of the same model, or of no model
+    # (a failed OpenInference call records none): two calls
+    assert marks(llm("f", parent="r", scope="langchain"),
+                 llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openai")) == [None, None]
+    ours = llm("o", parent="r", scope="infersight.sdk", **USAGE)
+    failed = row({"gen_ai.operation.name": "chat"}, span="x", parent="r", start=T0 + 10, duration=10**8,
+                 scope="openinference", status="Error")
+    assert marks(ours, failed) == [None, None]
+
+
+@pytest.mark.parametrize("differs", [
+    {"gen_ai.usage.output_tokens": "31"}, {"gen_ai.request.model": "other"}, {"gen_ai.response.id": "r-2"},
+    {"gen_ai.input.messages": '[{"role": "user", "content": "bye"}]'},
+])
+def test_anything_both_spans_know_and_that_differs_means_two_calls(differs):
+    same = {**USAGE, "gen_ai.response.id": "r-1", "gen_ai.input.messages": '[{"role": "user", "content": "hi"}]'}
+    framework = llm("f", parent="r", scope="langchain", **same)
+    client = llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openai", **{**same, **differs})
+    assert marks(framework, client) == [None, None]
+
+
+def test_a_failed_call_pairs_on_its_prompt_and_never_with_a_success():
+    prompt = {"gen_ai.input.messages": '[{"role": "user", "content": "hi"}]'}
+    failed_outer = row({"gen_ai.operation.name": "chat", **prompt}, span="f", parent="r", scope="langchain",
+                       status="Error")
+    failed_inner = row({"gen_ai.operation.name": "chat", **prompt}, span="c", parent="r", start=T0 + 10,
+                       duration=10**8, scope="openai", status="Error")
+    assert marks(failed_outer, failed_inner) == ["c", None]
+    ok_inner = llm("k", parent="r", start=T0 + 10, duration=10**8, scope="openai", **prompt)
+    assert marks(llm("g", parent="r", scope="langchain", status="Error", **prompt), ok_inner) == [None, None]
+
+
+def test_a_response_id_proves_it_alone_and_usage_needs_the_ends_close():
+    far = {"start": T0 + 10, "duration": 10**8}  # ends 0.9 s before the outer span
+    assert marks(llm("f", parent="r", scope="langchain", duration=10 * 10**9, **{"gen_ai.response.id": "r-1"}),
+                 llm("c", parent="r", scope="openai", **far, **{"gen_ai.response.id": "r-1"})) == ["c", None]
+    assert marks(llm("f", parent="r", scope="langchain", duration=10 * 10**9, **USAGE),
+                 llm("c", parent="r", scope="openai", **far, **USAGE)) == [None, None]
+
+
+def test_openinference_response_ids_are_read_from_the_client_and_the_langchain_output():
+    client = {"output.mime_type": "application/json", "output.value": '{"id": "chatcmpl-7", "choices": []}'}
+    framework = {"output.mime_type": "application/json",
+                 "output.value": '{"generations": [], "llm_output": {"id": "chatcmpl-7"}}'}
+    far = {"start": T0 + 10, "duration": 10**8}
+    assert marks(llm("f", parent="r", scope="langchain", duration=10 * 10**9, **framework),
+                 llm("c", parent="r", scope="openai", **far, **client)) == ["c", None]
+    other = {**client, "output.value": '{"id": "chatcmpl-8"}'}
+    assert marks(llm("f", parent="r", scope="langchain", **framework, **USAGE),
+                 llm("c", parent="r", scope="openai", **far, **other, **USAGE)) == [None, None]
+
+
+def test_two_candidates_are_a_guess_and_pair_nothing():
+    framework = llm("f", parent="r", scope="langchain", **USAGE)
+    one = llm("c1", parent="r", start=T0 + 10, duration=10**8, scope="openai", **USAGE)
+    two = llm("c2", parent="r", start=T0 + 20, duration=10**8, scope="openai", **USAGE)
+    assert marks(framework, one, two) == [None, None, None]
+
+
+def test_three_instrumentations_of_one_call_are_a_chain_down_to_the_innermost():
+    ids = {"gen_ai.response.id": "r-1"}
+    framework = llm("f", parent="r", scope="langchain", **ids)
+    client = llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openinference", **ids)
+    semconv = llm("s", parent="r", start=T0 + 20, duration=10**7, scope="openai-v2", **ids)
+    framework_mark, client_mark, semconv_mark = marks(framework, client, semconv)
+    assert framework_mark in ("c", "s") and client_mark == "s" and semconv_mark is None
 
 
 def test_concurrent_calls_of_one_instrumentation_are_not_the_same_call():
@@ -238,3 +316,11 @@ def test_finish_reasons_of_every_vocabulary_use_the_providers_names():
     plain = row({"gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": '["tool_calls"]'})
     normalize(plain)
     assert "infersight.finish_reasons.original" not in plain["SpanAttributes"]
+
+
+def test_a_parent_and_child_beside_a_sibling_pair_are_each_one_call():
+    framework = llm("f", parent="r", scope="langchain", **USAGE)
+    client = llm("c", parent="r", start=T0 + 10, duration=10**8, scope="openai", **USAGE)
+    ours = llm("o", parent="r", start=T0 + 2 * 10**9, scope="infersight.sdk")
+    provider = llm("p", parent="o", start=T0 + 2 * 10**9 + 10, duration=10**8, scope="anthropic")
+    assert marks(framework, client, ours, provider) == ["c", None, "p", None]
