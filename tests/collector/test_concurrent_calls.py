@@ -31,7 +31,7 @@ from infersight import sdk
 from infersight.collector._fake_llm import FakeLLM
 from infersight.collector.alerts._digest import build_digest
 from infersight.dashboards._report import weekly_data
-from tests.collector.test_foreign_instrumentations import instrumentors
+from tests.collector.test_foreign_instrumentations import instrumentors, openai_restored
 from tests.conftest import wait_for
 
 MINI, FOUR_O = "gpt-4o-mini", "gpt-4o"
@@ -96,17 +96,18 @@ def app(collector: Any, *names: str, ours: bool = False, export: str = "simple")
     if ours:
         sdk.init(service_name="concurrent-app", tracer_provider=provider, export=False)
     active = instrumentors(*names)
-    for inst in active:
-        inst.instrument(tracer_provider=provider)
-    try:
-        yield provider.get_tracer("app")
-    finally:
-        for inst in reversed(active):
-            inst.uninstrument()
-        if ours:
-            sdk.shutdown()  # and the provider it was given
-        else:
-            provider.shutdown()
+    with openai_restored():
+        for inst in active:
+            inst.instrument(tracer_provider=provider)
+        try:
+            yield provider.get_tracer("app")
+        finally:
+            for inst in reversed(active):
+                inst.uninstrument()
+            if ours:
+                sdk.shutdown()  # and the provider it was given
+            else:
+                provider.shutdown()
 
 
 def at_once(*calls: Callable[[], Any]) -> list[Any]:
@@ -268,9 +269,6 @@ def test_our_decorator_around_an_instrumented_client_is_flagged_once_per_call(co
     assert quality_rates(collector, store) == flagged_once(7)
 
 
-# Last in the file: OpenLLMetry's uninstrument() leaves the openai client wrapped, and its spans
-# (of a provider shut down, so never exported) would come between our span and OpenInference's in
-# the tests after it.
 def test_our_decorator_on_raw_http_beside_openllmetry_threads_is_what_was_served(collector, llm):
     client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
 

@@ -61,20 +61,49 @@ def instrumentors(*names: str) -> list[Any]:
 
 
 @contextlib.contextmanager
+def openai_restored() -> Iterator[None]:
+    """The openai client's classes as they were before, after the instrumentors are gone.
+
+    OpenLLMetry's ``uninstrument()`` leaves some of the client's methods wrapped: its spans, from
+    a provider already shut down, then sit between the spans of later tests' instrumentations and
+    break their parent-child chains (a later test saw a pair as two calls only after it ran).
+    """
+    import importlib
+    import inspect
+    import pkgutil
+
+    import openai.resources
+
+    classes = []
+    for info in pkgutil.walk_packages(openai.resources.__path__, "openai.resources."):
+        module = importlib.import_module(info.name)
+        classes += [cls for _, cls in inspect.getmembers(module, inspect.isclass) if cls.__module__ == info.name]
+    saved = [(cls, dict(vars(cls))) for cls in classes]
+    try:
+        yield
+    finally:
+        for cls, attributes in saved:
+            for name, value in attributes.items():
+                if vars(cls).get(name) is not value:
+                    setattr(cls, name, value)
+
+
+@contextlib.contextmanager
 def app(collector: CollectorProcess, service: str, *names: str) -> Iterator[Any]:
     """An instrumented app exporting every span alone (SimpleSpanProcessor, as Phoenix's register()
     does); yields its tracer, for the request span an app opens."""
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=collector.url + "/v1/traces")))
     active = instrumentors(*names)
-    for inst in active:
-        inst.instrument(tracer_provider=provider)
-    try:
-        yield provider.get_tracer("app")
-    finally:
-        for inst in reversed(active):
-            inst.uninstrument()
-        provider.shutdown()
+    with openai_restored():
+        for inst in active:
+            inst.instrument(tracer_provider=provider)
+        try:
+            yield provider.get_tracer("app")
+        finally:
+            for inst in reversed(active):
+                inst.uninstrument()
+            provider.shutdown()
 
 
 def chat(url: str, mode: str) -> Any:

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from infersight.collector._fake_llm import FakeLLM
+from tests.collector.test_foreign_instrumentations import openai_restored
 from tests.conftest import wait_for
 
 
@@ -38,16 +39,17 @@ def test_foreign_instrumentation_lands_in_llm_spans(collector, name):
     provider = TracerProvider(resource=Resource.create({"service.name": f"{name}-app"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=collector.url + "/v1/traces")))
     inst = instrumentor(name)
-    inst.instrument(tracer_provider=provider)
-    try:
-        client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
-        response = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi there"}]
-        )
-    finally:
-        inst.uninstrument()
-        provider.shutdown()
-        llm.stop()
+    with openai_restored():
+        inst.instrument(tracer_provider=provider)
+        try:
+            client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
+            response = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi there"}]
+            )
+        finally:
+            inst.uninstrument()
+            provider.shutdown()
+            llm.stop()
     rows = wait_for(lambda: httpx.get(f"{collector.url}/api/v1/spans").json()["spans"])
     assert len(rows) == 1
     row = rows[0]

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from infersight.collector._fake_llm import FakeLLM
 from tests import http
+from tests.collector.test_foreign_instrumentations import openai_restored
 from tests.conftest import wait_for
 
 MODEL = "gpt-4o-mini"
@@ -34,12 +35,13 @@ def instrumented(collector: Any, package: str) -> Iterator[Any]:
     provider = TracerProvider(resource=Resource.create({"service.name": f"{package}-vocab"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=collector.url + "/v1/traces")))
     inst = OpenAIInstrumentor()
-    inst.instrument(tracer_provider=provider)
-    try:
-        yield provider.get_tracer("app")
-    finally:
-        inst.uninstrument()
-        provider.shutdown()
+    with openai_restored():
+        inst.instrument(tracer_provider=provider)
+        try:
+            yield provider.get_tracer("app")
+        finally:
+            inst.uninstrument()
+            provider.shutdown()
 
 
 def trace_of(span: Any) -> str:
@@ -134,18 +136,19 @@ def test_openai_v2_events_arrive_on_v1_logs_joined_to_their_span(collector, stor
     logs = LoggerProvider(resource=resource)
     logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=collector.url + "/v1/logs")))
     inst = OpenAIInstrumentor()
-    inst.instrument(tracer_provider=spans, logger_provider=logs)
-    try:
-        with spans.get_tracer("app").start_as_current_span("request") as root:
-            client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
-            stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}],
-                                                    stream=True)
-            answer = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-    finally:
-        inst.uninstrument()
-        spans.shutdown()
-        logs.shutdown()
-        llm.stop()
+    with openai_restored():
+        inst.instrument(tracer_provider=spans, logger_provider=logs)
+        try:
+            with spans.get_tracer("app").start_as_current_span("request") as root:
+                client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
+                stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}],
+                                                        stream=True)
+                answer = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        finally:
+            inst.uninstrument()
+            spans.shutdown()
+            logs.shutdown()
+            llm.stop()
     trace_id = trace_of(root)
     (row,) = rows_of(collector, {trace_id}, 1)
     events = events_of(store, collector.project, trace_id, 2)
