@@ -77,7 +77,10 @@ def _gauge(time_unix_nano: int, value: float = 3.0) -> bytes:
     return json.dumps({"resourceMetrics": [{"resource": resource, "scopeMetrics": [{"metrics": [metric]}]}]}).encode()
 
 
-@pytest.mark.parametrize("bad_time", [0, 2**63 + 5, 2**64 - 1, time.time_ns() - 400 * 86_400 * 10**9])
+@pytest.mark.parametrize(
+    "bad_time", [0, 2**63 + 5, 2**64 - 1, time.time_ns() - 400 * 86_400 * 10**9],
+    ids=["zero", "past-int64", "max", "400-days-ago"],  # stable ids: the same tests in every process
+)
 def test_gauge_points_that_can_never_be_stored_are_refused_not_retried_forever(client, store, bad_time):
     # A 503 here made exporters resend the same point forever.
     response = client.post("/v1/metrics", content=_gauge(bad_time), headers=JSON)
