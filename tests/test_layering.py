@@ -148,6 +148,13 @@ def test_the_store_imports_no_web_code():
     assert not {"fastapi", "starlette", "uvicorn", "infersight.collector._app", "infersight.collector._cli"} & loaded
 
 
+def test_the_cli_judges_and_alerts_load_no_web_code_until_a_router_is_asked_for():
+    # Their routers are public names resolved on first use (ARCHITECTURE.md, "Layers").
+    modules = "infersight.collector._cli, infersight.judges, infersight.collector.alerts"
+    assert not {"fastapi", "starlette", "uvicorn"} & _loaded_after(f"import {modules}")
+    assert "fastapi" in _loaded_after("from infersight.collector.alerts import router")
+
+
 # The map drawn in ARCHITECTURE.md ("Layers"), bottom layer first. A unit is a top-level package,
 # a stage folder of the collector, or a named set of the collector's root modules. A unit may
 # import a unit of a lower layer only, through its public names; units of one layer do not
