@@ -7,22 +7,26 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
 
 from ._counters import Counters
 from ._jobs import Scheduler
 from ._settings import Settings
-from .errors import BadRequest, StoreError
+from .alerts import AlertJob
+from .alerts import router as alerts_router
 from .ingest import Decoder, default_workers
 from .ingest import router as ingest_router
 from .spool import Spool, SpoolWriter
-from .store import Store
-from .web import Authenticator, ProjectKeys
-from .web._api import router as api_router
-from .web._body import UnreadBodyDrain
-from .web._metrics import router as metrics_router
-from .web._refusals import bad_request, invalid_parameter
-from .web._security import SecurityHeaders, store_unavailable
+from .store import ChdbStore, ClickHouseStore, Store
+from .web import (
+    Authenticator,
+    ErrorPages,
+    ProjectKeys,
+    SecurityHeaders,
+    UnreadBodyDrain,
+    api_router,
+    error_handlers,
+    metrics_router,
+)
 
 logger = logging.getLogger("infersight.collector")
 
@@ -37,11 +41,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     previous run left in the spool. Either way the app owns the store from then on: at shutdown
     the writer stops (after a short drain) and everything is closed.
     """
-    from infersight.dashboards import SECURITY_HEADERS
-    from infersight.dashboards import router as dashboards_router
-
-    from ._server import open_store
-    from .alerts._pages import router as digest_router
+    from infersight import dashboards, judges
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -76,14 +76,10 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             stack.callback(app.state.writer.stop)
             jobs = Scheduler(app.state.counters)
             if settings.alerts:
-                from .alerts._setup import AlertJob
-
-                alerts = AlertJob(settings, app.state.store, app.state.spool)
-                jobs.add("alerts", settings.evaluation_interval_s, alerts.run, setup=alerts.setup)
+                alert_job = AlertJob(settings, app.state.store, app.state.spool)
+                jobs.add("alerts", settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup)
             if settings.judge is not None:
-                from infersight.judges import judge_loop_from
-
-                judge_loop = judge_loop_from(settings.judge, app.state.store)
+                judge_loop = judges.judge_loop_from(settings.judge, app.state.store)
                 stack.callback(judge_loop.close)
                 jobs.add("judge", settings.judge.every_s, judge_loop.run_once, first_after_s=0.0,
                          interrupt=judge_loop.interrupt)
@@ -102,21 +98,30 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.counters = Counters()
     app.add_middleware(UnreadBodyDrain)
-    app.add_middleware(SecurityHeaders, headers=SECURITY_HEADERS)
-    app.add_exception_handler(StoreError, store_unavailable)
-    app.add_exception_handler(BadRequest, bad_request)
-    app.add_exception_handler(RequestValidationError, invalid_parameter)
+    app.add_middleware(SecurityHeaders, headers=dashboards.SECURITY_HEADERS)
+    pages = ErrorPages(error=dashboards.error_page, store_unavailable=dashboards.store_unavailable)
+    for error, handler in error_handlers(pages).items():
+        app.add_exception_handler(error, handler)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    # Each stage serves its own data; no two routers share a path.
     app.include_router(ingest_router)
     app.include_router(api_router)
     app.include_router(metrics_router)
-    app.include_router(dashboards_router)
-    app.include_router(digest_router)
+    app.include_router(alerts_router)
+    app.include_router(judges.router)
+    app.include_router(dashboards.router)
     return app
+
+
+def open_store(settings: Settings) -> Store:
+    """The ClickHouse server at ``settings.clickhouse_url``, else the embedded store in the data dir."""
+    if settings.clickhouse_url:
+        return ClickHouseStore(settings.clickhouse_url, cluster=settings.cluster)
+    return ChdbStore(settings.data_dir)
 
 
 def _closed(store: Store) -> None:

@@ -13,7 +13,7 @@ from infersight.judges import background_options, judge_cli, judge_settings
 
 from ._dead_letters import dead_letters_cli
 from ._settings import IngestWindow, Settings
-from .alerts._cli import alerts_cli, channel_options
+from .alerts import alerts_cli, channel_options
 from .errors import InfersightError
 
 

@@ -13,17 +13,8 @@ from types import FrameType
 
 import uvicorn
 
-from ._app import create_app
+from ._app import create_app, open_store
 from ._settings import Settings
-from .store import ChdbStore, ClickHouseStore, Store
-
-
-def open_store(settings: Settings) -> Store:
-    """The ClickHouse server at ``settings.clickhouse_url``, else the embedded store in the data dir."""
-    if settings.clickhouse_url:
-        return ClickHouseStore(settings.clickhouse_url, cluster=settings.cluster)
-    return ChdbStore(settings.data_dir)
-
 
 STOP_BOUND_S = 30
 """SIGTERM (or SIGINT) stops the collector within this many seconds, whatever it is doing.

@@ -12,10 +12,13 @@
 Scores land in ``judge_scores`` and every judge call in ``judge_calls`` (the judge's own
 spend, which the daily :class:`Budget` is checked against). Scores are only comparable within
 one judge model and one rubric version; :func:`compare` and :func:`gate` compare two app
-versions on the same frozen :class:`Panel` with the same judge and rubric.
+versions on the same frozen :class:`Panel` with the same judge and rubric. ``router`` serves the
+scores and the spend as JSON (``GET /api/v1/judge_scores``); the collector app includes it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from ._background import JudgeLoop, JudgeSettings, judge_loop_from
 from ._breaker import CircuitBreaker
@@ -49,6 +52,11 @@ from ._rubrics import Rubric, load_rubrics, lock_rubrics
 from ._runner import Judgement, JudgeRunner, RunReport
 from ._sampler import Sampler, SamplingPolicy, trace_fraction
 from ._types import Message, SampledSpan, Verdict
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
 
 __all__ = [
     "Budget",
@@ -96,6 +104,17 @@ __all__ = [
     "paired_bootstrap",
     "parse_verdict",
     "recent_scores",
+    "router",
     "scores_summary",
     "trace_fraction",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The route (``GET /api/v1/judge_scores``) loads FastAPI, which the CLI and the judge loop
+    # do not need: it is imported when the collector app asks for it.
+    if name == "router":
+        from ._api import router
+
+        return router
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

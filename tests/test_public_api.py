@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infersight import collector, dashboards, detectors, sdk
-from infersight.collector import alerts, store
+from infersight.collector import alerts, ingest, spool, store, web
 
 EXPECTED = {
     sdk: [
@@ -28,9 +28,19 @@ EXPECTED = {
         "summary", "usd", "usd_text",
     ],
     alerts: [
-        "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
+        "Alert", "AlertJob", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
-        "WebhookNotifier", "history",
+        "WebhookNotifier", "alerts_cli", "channel_options", "history", "router",
+    ],
+    ingest: ["Decoded", "Decoder", "RETRY_AFTER_S", "decode_request", "default_workers", "router"],
+    spool: [
+        "Batch", "Entry", "MAX_DAYS", "ReplayOutcome", "Spool", "SpoolDepth", "SpoolWriter", "pending_dead_letters",
+        "replay_dead_letters",
+    ],
+    web: [
+        "ApiProjectDep", "Authenticator", "AuthenticatorDep", "ErrorPages", "NotCrossSiteDep", "PageNotAnalysedDep",
+        "PageProjectDep", "ProjectKeys", "SESSION_COOKIE", "SESSION_MAX_AGE_S", "SameOriginDep", "SecurityHeaders",
+        "StoreDep", "UnreadBodyDrain", "api_router", "error_handlers", "key_project", "metrics_router",
     ],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [

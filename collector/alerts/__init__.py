@@ -1,16 +1,31 @@
-"""Alerting for exactly three things: error-rate spikes, queues that do not drain, cost anomalies."""
+"""Alerting for exactly three things: error-rate spikes, queues that do not drain, cost anomalies.
+
+:class:`AlertJob` is what the collector's scheduler runs every minute; ``router`` serves the
+alerts' own data (``/digest``, ``/api/v1/digest``, ``/api/v1/alerts``) and is imported on first
+use, so reading alert history or running ``infersight alerts`` does not load FastAPI.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._channels import AlertmanagerNotifier, Notifier, NotifierError, SlackNotifier, WebhookNotifier
+from ._cli import alerts_cli, channel_options
 from ._cost import CostRule
 from ._error_rate import ErrorRateRule
 from ._evaluator import Evaluation, Evaluator, EvaluatorConfig, history
 from ._model import Alert
 from ._queue import QueueRule
+from ._setup import AlertJob
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
 
 __all__ = [
     "Alert",
+    "AlertJob",
     "AlertmanagerNotifier",
     "CostRule",
     "ErrorRateRule",
@@ -22,5 +37,16 @@ __all__ = [
     "QueueRule",
     "SlackNotifier",
     "WebhookNotifier",
+    "alerts_cli",
+    "channel_options",
     "history",
+    "router",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "router":
+        from ._routes import router
+
+        return router
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,7 @@
-"""``/api/v1/...``: the JSON API, scoped to the project of the caller's API key: reads, and the
-one write, putting the project's dead letters back once their cause is fixed."""
+"""``/api/v1/...``: the shared JSON read API over the store and the spool, scoped to the project of
+the caller's API key: reads, and the one write, putting the project's dead letters back once
+their cause is fixed. The stages above the web layer serve their own data (alerts and the digest
+from ``alerts``, judge scores from ``judges``, the pages' twins from ``dashboards``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from ..spool import pending_dead_letters, replay_dead_letters
-from ..store import check_text, day_or_yesterday, recent_spans
+from ..store import check_text, recent_spans
 from ..store import detections as detection_rows
 from ..store import queues as queue_rows
 from ..store import since_ns as _since_ns
@@ -54,53 +56,11 @@ async def detections(
     return {"since": since, "detections": rows}
 
 
-@router.get("/alerts")
-async def alerts(store: StoreDep, project: ApiProjectDep, since: str = "7d") -> dict[str, Any]:
-    """Alerts firing now and every firing/repeat/resolved event since ``since``, newest first."""
-    from datetime import datetime, timezone
-
-    from ..alerts import history
-
-    start = datetime.fromtimestamp(_since_ns(since) / 1e9, tz=timezone.utc)
-    result = await run_in_threadpool(history, store, project, start)
-    return {"since": since, **result}
-
-
 @router.get("/queues")
 async def queues(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
     """The queues the SDK's ``watch_queue`` reports: latest depth and oldest-item age."""
     rows = await run_in_threadpool(queue_rows, store, project, _since_ns(since))
     return {"since": since, "queues": rows}
-
-
-@router.get("/judge_scores")
-async def judge_scores(
-    store: StoreDep,
-    project: ApiProjectDep,
-    since: str = "24h",
-    limit: int = Query(1000, ge=1, le=10_000),
-) -> dict[str, Any]:
-    """LLM-judge scores of spans since ``since``, newest first, and the judge's own spend per day.
-
-    Scores are comparable only within one ``judge_model`` and one ``rubric_id``/``rubric_version``.
-    """
-    from infersight.judges import judge_spend, recent_scores
-
-    since_ns = _since_ns(since)
-    scores = await run_in_threadpool(recent_scores, store, project, since_ns, limit)
-    spend = await run_in_threadpool(judge_spend, store, project, since_ns)
-    return {"since": since, "scores": scores, "spend": spend}
-
-
-@router.get("/digest")
-async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = None) -> dict[str, Any]:
-    """The daily digest of ``date`` (``YYYY-MM-DD``, UTC; default yesterday) as JSON."""
-    from dataclasses import asdict
-
-    from ..alerts._digest import build_digest
-
-    result = await run_in_threadpool(build_digest, store, project, day_or_yesterday(date))
-    return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
 
 
 @router.get("/dead_letters")

@@ -19,28 +19,34 @@ from starlette.responses import JSONResponse, Response
 
 from ..errors import BadRequest
 from ..store import shown
+from ._error_pages import ErrorPages, Handler
 
 
-def _answer(request: Request, status_code: int, message: str) -> Response:
+def _answer(pages: ErrorPages, request: Request, status_code: int, message: str) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": message}, status_code)
-    from infersight.dashboards import error_page
-
-    response: Response = error_page(message, status_code)
-    return response
+    return pages.error(message, status_code)
 
 
-async def bad_request(request: Request, exc: Exception) -> Response:
+def bad_request(pages: ErrorPages) -> Handler:
     """A value a route refused: its status (400, or the subclass's) and the message."""
-    assert isinstance(exc, BadRequest)
-    return _answer(request, exc.status_code, str(exc))
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, BadRequest)
+        return _answer(pages, request, exc.status_code, str(exc))
+
+    return handle
 
 
-async def invalid_parameter(request: Request, exc: Exception) -> Response:
+def invalid_parameter(pages: ErrorPages) -> Handler:
     """A value FastAPI could not convert or that broke a ``Query`` bound: 400 in the same shape
     as :func:`bad_request` (FastAPI's own answer is a 422 with a list nobody reads)."""
-    assert isinstance(exc, RequestValidationError)
-    return _answer(request, 400, " ".join(_sentence(error) for error in exc.errors()) or "Invalid request.")
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return _answer(pages, request, 400, " ".join(_sentence(error) for error in exc.errors()) or "Invalid request.")
+
+    return handle
 
 
 def _sentence(error: dict[str, Any]) -> str:

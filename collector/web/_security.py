@@ -1,17 +1,19 @@
 """What every response gets, whatever route made it: security headers, and 503 for a store outage
-(500 for a read the store refused)."""
+(500 for a read the store refused), and the app's error handlers in one mapping."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import StoreError
+from ..errors import BadRequest, StoreError
+from ._error_pages import ErrorPages, Handler
+from ._refusals import bad_request, invalid_parameter
 
 RETRY_AFTER_S = 5
 logger = logging.getLogger("infersight.collector")
@@ -44,28 +46,38 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-async def store_unavailable(request: Request, exc: Exception) -> Response:
+def store_unavailable(pages: ErrorPages) -> Handler:
     """A read that the store could not answer.
 
     An outage (``exc.transient``: the store is down, overloaded, or a table is missing until
     the schema is back) is a 503 with ``Retry-After``, as JSON under ``/api/`` and as the
-    dashboards' "store unavailable" page elsewhere. Anything else is the query's own fault,
+    "store unavailable" page of ``pages`` elsewhere. Anything else is the query's own fault,
     which no retry cures: a 500 without ``Retry-After``, so a client does not retry forever.
-    (Parameters are checked before they reach the store, :mod:`._params`.)
+    (Parameters are checked before they reach the store, :mod:`._refusals`.)
     """
-    assert isinstance(exc, StoreError)
-    if not exc.transient:
-        logger.error("the store refused a read of %s: %s", request.url.path, exc)
-        message = "the store refused this read; it is a bug in the collector, please report it"
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StoreError)
+        if not exc.transient:
+            logger.error("the store refused a read of %s: %s", request.url.path, exc)
+            message = "the store refused this read; it is a bug in the collector, please report it"
+            if request.url.path.startswith("/api/"):
+                return JSONResponse({"detail": f"{message}: {exc}"}, 500)
+            return pages.error(f"{message}: {exc}", 500)
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": f"{message}: {exc}"}, 500)
-        from infersight.dashboards import error_page
+            retry = {"retry-after": str(RETRY_AFTER_S)}
+            return JSONResponse({"detail": f"store unavailable: {exc}"}, 503, headers=retry)
+        return pages.store_unavailable(str(exc))
 
-        failed: Any = error_page(f"{message}: {exc}", 500)
-        return failed
-    if request.url.path.startswith("/api/"):
-        return JSONResponse({"detail": f"store unavailable: {exc}"}, 503, headers={"retry-after": str(RETRY_AFTER_S)})
-    from infersight.dashboards import store_unavailable as page
+    return handle
 
-    response: Any = page(str(exc))
-    return response
+
+def error_handlers(pages: ErrorPages) -> dict[type[Exception], Handler]:
+    """The app's exception handlers: a refused parameter is a 400 (:mod:`._refusals`), a store
+    outage a 503 and a read the store refused a 500, each as JSON under ``/api/`` and as one of
+    ``pages`` elsewhere."""
+    return {
+        StoreError: store_unavailable(pages),
+        BadRequest: bad_request(pages),
+        RequestValidationError: invalid_parameter(pages),
+    }
