@@ -1,46 +1,71 @@
 """Cost anomalies per tenant and per route, against a seasonal baseline of the same key.
 
-Spend is of LLM calls, and *trimmed*: in every hour (and every window) the costliest single trace
-of the key is left out. One long agent session is one trace, so it cannot page by itself, while a
-tripled spend spread over many requests is barely touched by the trim.
+What is measured (``_reads.cost_windows``, every minute): each key's *trimmed* spend of LLM calls
+in each of :data:`WINDOWS` ending now: in every window the costliest single trace of the key is
+left out, so one long agent session cannot page by itself, while a tripled spend spread over
+many requests is barely touched by the trim. Names below are fields of :class:`CostRule`.
 
-The baseline of a clock hour is the median, over the last same-type days (up to 5 weekdays for a
-weekday, 4 weekend days for a weekend day; within 3 weeks, since the key's first full day), of
-that day's spend around the same hour (the hour and its two neighbours, averaged, which damps
-small tenants' noise), or of the hour alone where that is higher (averaging flattens a peak
-hour, and a busy-but-normal hour at a peak paged as 4.7x its baseline). It is scaled by the
-key's trend: the last two same-type days' totals against those days' median, clamped to
-[0.67, 1.5], so an onboarding tenant's ramp does not page and a shrinking one does not hide a
-spike. With under two same-type days there is no baseline and no verdict: a new tenant or route
-is learnt, not paged on. Medians of whole days move with the level in both directions, so the
-baseline never drifts down the way excluding only high outliers does. A median is the typical
-hour, though, and a lumpy key's typical hour is under its mean one: the baseline is scaled by how
-far it fell short of the key's spend over the last week (:func:`calibration`, at most 1.5x).
+The baseline of a clock hour (:meth:`CostRule.expected_hours`):
 
-A key breaches when, over the last hour, it spent at least ``ratio`` (2x) its baseline, the
-excess clears both floors (``min_excess_usd`` and ``min_excess_share`` of the key's own mean
-hourly spend over the last week, so small tenants are judged on their own scale), the last 10
-minutes are still at 2x (so the tail of an hour that has ended does not page again once
-resolved, and a 10x route, whose 15 minutes stayed at 2x for 12 minutes past its end, resolves
-sooner), and the excess is beyond the key's own noise. Spend is lumpy (a small tenant's hour is
-a few agent sessions), so it is modelled as compound Poisson: its variance is the baseline times
-a dispersion (the cost of one "event"), measured from the key's own residuals over the last week
-and never below what one of its traces costs (the caller's floor: the hour's only session is
-trimmed, so residuals alone can say a session is nearly free), and its skew that of the key's
-dearer traces (a few agent sessions among many cheap calls make the tail, which a variance read
-as events of one cost thins); the hour's spend must be as unlikely as ``alpha`` under that model
-(1e-8: the test runs every minute on a sliding hour for every tenant and route, and the arrivals
-of sessions bunch more than Poisson ones: a busy-but-normal Sunday hour, 53 requests where 27-39
-are usual, was 3e-8). A small tenant whose hours normally swing 5x pages on a real tripling of
-many calls, not on two more sessions.
-A key also breaches when each request got dearer (see ``_unit_cost``: a prompt that tripled, a
-pricier model): its last hour's requests cost ``ratio`` times their usual, beyond chance at
-``unit_alpha`` (1e-7: the mean of many requests is close to normal), so do its last 10 minutes',
-what that adds to its mean hour clears the floors and the hour spent at least
-``min_excess_usd``, whatever this hour's spend against its baseline (fewer sessions than usual
-can hide a tripling from the spend test). It holds while the last 10 minutes' spend stays at
-1.5x, or their requests stay 1.5x dearer (none: no data, held), and clears below, so an alert
-resolves within minutes of the end and pages once.
+1. the same-type days: the last ``weekday_days`` (5) weekdays for a weekday, ``weekend_days``
+   (4) weekend days for a weekend day, within ``lookback_days`` (21) and since the key's first
+   full day; with under two there is no baseline and no verdict (a new key is learnt, not paged);
+2. the median over those days of the spend around the hour (the hour and its two neighbours,
+   averaged, which damps a small key's noise), or of the hour alone where that is higher (so a
+   peak hour is not flattened);
+3. times the key's trend: the last two same-type days' totals against those days' median,
+   clamped to [``min_trend_factor``, ``max_trend_factor``] ([0.67, 1.5]), so a ramping key does
+   not page and a shrinking one does not hide a spike;
+4. times the key's calibration (``calibration``, at most :data:`MAX_CALIBRATION`): how far the
+   baselines fell short of its spend over the last week (a median is the typical hour, and a
+   lumpy key's typical hour is under its mean one).
+
+A window's baseline is the two clock hours it spans, prorated. Medians of whole days move with the
+level in both directions, so the baseline never drifts down the way excluding only high
+outliers does.
+
+More spend, fires when all of these hold:
+
+1. the last hour's spend is at least ``ratio`` (2x) its baseline, the baseline taken no lower
+   than ``min_baseline_share`` (half) of the key's mean hourly spend over the last week (at a
+   quiet hour the seasonal baseline is ~$0, and one session would look impossible);
+2. the excess clears both floors: ``min_excess_usd`` ($0.01) and ``min_excess_share`` (0.5) of
+   the key's mean hour, so small tenants are judged on their own scale;
+3. the last :data:`RECENT` (10) minutes spent something and are still at ``ratio`` their
+   baseline (the tail of an hour that has ended does not page again once resolved);
+4. the hour's spend is beyond the key's noise: spend is modelled as compound Poisson (its
+   variance the baseline times the cost of one "event", measured from the key's own residuals
+   over the last week and never below what one of its traces costs; its skew that of its dearer
+   traces), and the hour's spend must be as unlikely as ``alpha`` (1e-8) under that model. The
+   test runs every minute on a sliding hour for every key, hence the small ``alpha``.
+
+Dearer requests, fires when all of these hold (see ``_unit_cost``: a prompt that tripled, a
+pricier model; fewer sessions than usual can hide them from the spend test):
+
+1. the last hour's requests cost at least ``ratio`` their usual, beyond chance (a z-score at the
+   normal's ``unit_alpha`` (1e-7) quantile: the mean of many requests is close to normal);
+2. so do the last :data:`RECENT` minutes' requests;
+3. what that adds to the key's mean hour clears the floors (as above);
+4. the hour spent at least ``min_excess_usd`` (a page never says a key spent $0.00).
+
+When it fires, ``since`` is the start of the longest of :data:`WINDOWS` at ``ratio`` its
+baseline (at least the shortest, 5 minutes; at least ``dearer_since_minutes`` (15) when only the
+requests got dearer, as that is measured over the hour).
+
+Hold and resolve, while an alert fires and neither test breaches:
+
+1. it holds while the last :data:`RECENT` minutes' spend stays at ``ongoing_ratio`` (1.5x)
+   their baseline;
+2. or while their requests stay ``ongoing_ratio`` dearer (no request in them: no data, so held
+   if the hour's requests are still ``ratio`` dearer);
+3. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted.
+
+Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made (at least
+``one_tenant_share`` (80%) of the route's hour) is held, not paged: that tenant pages. A route
+whose hour surges, or whose requests got dearer, pages for itself: the tenants on it are judged
+with that route's share of their spend deflated by the surge.
+
+Measured in BENCHMARKS.md, section 'Pager'.
 """
 
 from __future__ import annotations
@@ -55,26 +80,76 @@ from urllib.parse import urlencode
 import numpy as np
 
 from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
-from ._unit_cost import RECENT, UnitShift
+from ._unit_cost import RECENT, Key, UnitShift
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
-# Window lengths in minutes the rule reads, for the caller to sum: the hour, the ongoing and hold
-# window (RECENT, as for the requests' costs), and the steps that date the breach's first minute.
 WINDOWS = (5, 10, 15, 20, 30, 45, 60)
+"""Window lengths in minutes the rule reads, for the caller to sum: the hour, the ongoing and hold
+window (:data:`RECENT`, as for the requests' costs), and the steps that date a breach's first minute."""
+NOISE_MIN_HOURS = 24
+"""Hours of residuals a key needs before its noise (:func:`dispersion`, :func:`calibration`) is known."""
+NOISE_OUTLIER_HOURS = 2
+"""The largest residuals left out of a key's noise: an incident in the week must not make it deaf."""
+MAX_CALIBRATION = 1.5
+"""The most a key's baselines are scaled up by :func:`calibration`."""
+MENTION_DEARER_FACTOR = 1.5
+"""A cost alert's summary mentions the cost per request from this multiple of its usual."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHour:
+    """What the cost rule reads of one key at one evaluation: ``spent`` and ``expected`` map each
+    of :data:`WINDOWS` (minutes) to the trimmed spend before now and its baseline;
+    ``typical_hourly`` is the key's mean hourly spend over the last week; ``dispersion`` its
+    noise (see :func:`dispersion`; ``None``: not known yet) and ``jump`` the cost of the events
+    that make its tail (see ``_unlikely``; ``None``: ``dispersion``); ``unit`` its last hour's
+    cost per request against its usual (``None``: not known)."""
+
+    spent: Mapping[int, float]
+    expected: Mapping[int, float]
+    typical_hourly: float
+    dispersion: float | None = None
+    jump: float | None = None
+    unit: UnitShift | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CostRule:
+    """The cost rule's settings (the module docstring says how each is used).
+
+    Units: ``ratio`` and ``*_factor`` are multiples of a baseline, ``*_share`` a fraction,
+    ``*_alpha`` a probability, ``*_usd`` dollars.
+    """
+
     ratio: float = 2.0
+    """Multiple of its baseline a key's spend (or cost per request) reaches to fire."""
     ongoing_ratio: float = 1.5
+    """Multiple of its baseline the last minutes' spend (or cost per request) holds a firing alert at."""
     min_excess_usd: float = 0.01
+    """An excess (and an hour's spend) under this many dollars never pages."""
     min_excess_share: float = 0.5
+    """An excess under this share of the key's mean hour never pages."""
+    min_baseline_share: float = 0.5
+    """A key is never judged against less than this share of its mean hour."""
     weekday_days: int = 5
+    """Same-type days a weekday's baseline is the median of."""
     weekend_days: int = 4
+    """Same-type days a weekend day's baseline is the median of."""
     lookback_days: int = 21
+    """How far back same-type days are looked for."""
+    min_trend_factor: float = 0.67
+    """The trend scaling a baseline is clamped to this at the least."""
+    max_trend_factor: float = 1.5
+    """The trend scaling a baseline is clamped to this at the most."""
     alpha: float = 1e-8
+    """The hour's spend must be this unlikely under the key's compound-Poisson noise."""
     unit_alpha: float = 1e-7
+    """The hour's cost per request must be this unlikely (normal tail) to be dearer."""
+    dearer_since_minutes: int = 15
+    """A breach of dearer requests alone is dated at least this many minutes back."""
+    one_tenant_share: float = 0.8
+    """A route's breach is one tenant's when that tenant made at least this share of its hour."""
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
@@ -125,7 +200,8 @@ class CostRule:
             mine = day == d
             index = np.array(same)[None, :] * 24 + offset[mine][:, None]
             values[mine, : len(same)], alone[mine, : len(same)] = around[index], spend[index + 1]
-            counts[mine], trends[mine] = len(same), _trend(totals[same])
+            counts[mine] = len(same)
+            trends[mine] = _trend(totals[same], self.min_trend_factor, self.max_trend_factor)
         rows = np.arange(len(hours))
         lower, upper = np.maximum(counts - 1, 0) // 2, counts // 2
         values.sort(axis=1)
@@ -145,34 +221,43 @@ class CostRule:
                 if (d.weekday() >= 5) == weekend and d >= first_day]
         return [(d - origin).days for d in same[: self.weekend_days if weekend else self.weekday_days]]
 
-    def evaluate(self, project: str, dimension: str, key: str, spent: Mapping[int, float],
-                 expected: Mapping[int, float], typical_hourly: float, now: datetime,
-                 dispersion: float | None = None, unit: UnitShift | None = None, *,
-                 jump: float | None = None) -> Verdict:
-        """The verdict on one key: ``spent`` and ``expected`` map each of :data:`WINDOWS` (minutes)
-        to the trimmed spend before ``now`` and its baseline; ``typical_hourly`` is the key's mean
-        hourly spend over the last week; ``dispersion`` its noise (see :func:`dispersion`;
-        ``None``: not known yet) and ``jump`` the cost of the events that make its tail (see
-        ``_unlikely``; ``None``: ``dispersion``); ``unit`` its last hour's cost per request against its usual
-        (``None``: not known). Without either, it cannot breach."""
-        labels = {"project": project, dimension: key}
-        # never judged against less than half its mean hour: at a key's quiet hours the seasonal
-        # baseline is ~$0, and one session would look impossible
-        a60, e60 = spent[60], max(expected[60], 0.5 * typical_hourly)
-        floor = max(self.min_excess_usd, self.min_excess_share * typical_hourly)
-        more = (a60 >= self.ratio * e60 and a60 - e60 >= floor
-                and spent[RECENT] >= self.ratio * expected[RECENT] and spent[RECENT] > 0
-                and dispersion is not None and _unlikely(a60, e60, dispersion, self.alpha, jump))
-        if more or self.dearer(unit, typical_hourly, floor, a60):
-            minutes = max(m for m in WINDOWS if spent[m] >= self.ratio * expected[m] or m == 5)
-            if not more:  # a shift of the requests is measured over the hour: it began 15 minutes ago or more
-                minutes = max(minutes, 15)
-            since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
-            return Verdict(BREACH, _alert(labels, dimension, key, a60, e60, since, unit.ratio if unit else None))
-        held = spent[RECENT] >= self.ongoing_ratio * expected[RECENT] and spent[RECENT] > 0
-        if unit is not None and not held:  # requests still dearer, or none since (no data: not a clear)
+    def evaluate(self, key: Key, hour: KeyHour, now: datetime) -> Verdict:
+        """The verdict on ``key`` (project, dimension, value) at ``now`` from what was read of it
+        (``hour``). Without a known dispersion or unit shift, it cannot breach."""
+        project, dimension, value = key
+        labels = {"project": project, dimension: value}
+        spent_hour = hour.spent[60]
+        baseline = max(hour.expected[60], self.min_baseline_share * hour.typical_hourly)
+        floor = max(self.min_excess_usd, self.min_excess_share * hour.typical_hourly)
+        more = self._spends_more(hour, spent_hour, baseline, floor)
+        if more or self.dearer(hour.unit, hour.typical_hourly, floor, spent_hour):
+            since = self._since(hour, now, dearer_only=not more)
+            return Verdict(BREACH, _alert(key, spent_hour, baseline, since, hour.unit.ratio if hour.unit else None))
+        return Verdict(HOLD if self._holds(hour) else CLEAR, Alert(COST_ANOMALY, labels, "", now))
+
+    def _spends_more(self, hour: KeyHour, spent_hour: float, baseline: float, floor: float) -> bool:
+        """The module's "more spend" list: the hour at ``ratio`` its ``baseline``, by ``floor``
+        or more, the last minutes too, and beyond the key's noise."""
+        return (spent_hour >= self.ratio * baseline and spent_hour - baseline >= floor
+                and hour.spent[RECENT] >= self.ratio * hour.expected[RECENT] and hour.spent[RECENT] > 0
+                and hour.dispersion is not None
+                and _unlikely(spent_hour, baseline, hour.dispersion, self.alpha, hour.jump))
+
+    def _since(self, hour: KeyHour, now: datetime, dearer_only: bool) -> datetime:
+        """The breach's first minute: the longest of :data:`WINDOWS` at ``ratio`` its baseline."""
+        minutes = max(m for m in WINDOWS if hour.spent[m] >= self.ratio * hour.expected[m] or m == WINDOWS[0])
+        if dearer_only:  # a shift of the requests is measured over the hour
+            minutes = max(minutes, self.dearer_since_minutes)
+        return (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0)
+
+    def _holds(self, hour: KeyHour) -> bool:
+        """Whether a firing alert holds: the last minutes' spend, or their requests' cost, still
+        at ``ongoing_ratio`` (no request in them: no data, held while the hour's are dearer)."""
+        held = hour.spent[RECENT] >= self.ongoing_ratio * hour.expected[RECENT] and hour.spent[RECENT] > 0
+        unit = hour.unit
+        if unit is not None and not held:
             held = unit.recent >= self.ongoing_ratio if unit.recent is not None else unit.ratio >= self.ratio
-        return Verdict(HOLD if held else CLEAR, Alert(COST_ANOMALY, labels, "", now))
+        return held
 
     def dearer(self, unit: UnitShift | None, typical_hourly: float, floor: float, spent_hour: float) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual, beyond chance, over the last
@@ -198,34 +283,35 @@ def _hours_from(origin: datetime, hours: Iterable[datetime]) -> np.ndarray:
     return ((at - origin.timestamp()) // 3600).astype(np.int64)
 
 
-def _trend(totals: np.ndarray) -> float:
-    """The two latest days' spend against the days' median, clamped to [0.67, 1.5]."""
+def _trend(totals: np.ndarray, lowest: float, highest: float) -> float:
+    """The two latest days' spend against the days' median, clamped to [``lowest``, ``highest``]."""
     days = totals.tolist()  # a handful: statistics is 10x faster than numpy here
     middle = statistics.median(days)
-    return min(max(statistics.fmean(days[:2]) / middle, 0.67), 1.5) if middle > 0 else 1.0
+    return min(max(statistics.fmean(days[:2]) / middle, lowest), highest) if middle > 0 else 1.0
 
 
 def calibration(residuals: Sequence[tuple[float, float]]) -> float:
     """How far a key's baselines fell short of its spend over its last hours' (residual, baseline)
-    pairs, as a factor within [1, 1.5] (the two largest residuals left out, as for the dispersion).
-    A median of a few same-type days is the typical hour, and where spend comes in lumpy
-    sessions the typical hour sits under the mean one, which is what the compound-Poisson test
-    compares against."""
-    if len(residuals) < 24:
+    pairs, as a factor within [1, :data:`MAX_CALIBRATION`] (the :data:`NOISE_OUTLIER_HOURS`
+    largest residuals left out, as for the dispersion; 1 under :data:`NOISE_MIN_HOURS`). A median
+    of a few same-type days is the typical hour, and where spend comes in lumpy sessions the
+    typical hour sits under the mean one, which is what the compound-Poisson test compares
+    against."""
+    if len(residuals) < NOISE_MIN_HOURS:
         return 1.0
-    ordered = sorted(residuals)[:-2]
+    ordered = sorted(residuals)[:-NOISE_OUTLIER_HOURS]
     base = sum(b for _, b in ordered)
-    return min(max(1.0 + sum(r for r, _ in ordered) / base, 1.0), 1.5) if base > 0 else 1.0
+    return min(max(1.0 + sum(r for r, _ in ordered) / base, 1.0), MAX_CALIBRATION) if base > 0 else 1.0
 
 
 def dispersion(residuals: Sequence[tuple[float, float]], scale: float = 1.0) -> float | None:
     """The cost of one spend "event" of a key: squared residuals over baselines, from its last
     hours' (residual, baseline) pairs with the baselines times ``scale`` (see :func:`calibration`),
-    the two largest residuals left out (an incident in the week must not make the key deaf);
-    ``None`` under a day of hours."""
-    if len(residuals) < 24:
+    the :data:`NOISE_OUTLIER_HOURS` largest residuals left out; ``None`` under
+    :data:`NOISE_MIN_HOURS`."""
+    if len(residuals) < NOISE_MIN_HOURS:
         return None
-    scaled = sorted(((r - (scale - 1.0) * b) ** 2, scale * b) for r, b in residuals)[:-2]
+    scaled = sorted(((r - (scale - 1.0) * b) ** 2, scale * b) for r, b in residuals)[:-NOISE_OUTLIER_HOURS]
     base = sum(b for _, b in scaled)
     return sum(r2 for r2, _ in scaled) / base if base > 0 else None
 
@@ -235,15 +321,13 @@ def _unlikely(spent: float, expected: float, dispersion: float, alpha: float, ju
     ``expected x dispersion`` and skew of events of cost ``jump`` (``E[c^3] / E[c^2]``; ``None``:
     events all of one cost, ``dispersion``): a translated Poisson that matches the three, so
     spend is a fixed part plus events of cost ``jump``. Matching only two (events of cost
-    ``dispersion``) thins the tail wherever a few dear sessions come among many cheap calls: a
-    tenant with an agent session every other hour and four in one hour, a chance of ~1e-4, was
-    judged 1e-9 and paged."""
+    ``dispersion``) thins the tail wherever a few dear sessions come among many cheap calls."""
     from scipy.special import gammainc  # the alert job's thread already loads SciPy; the app's import does not
 
     if dispersion <= 0:
         return spent > expected
     jump = max(jump or dispersion, dispersion)
-    expected = max(expected, 1e-12)
+    expected = max(expected, 1e-12)  # a zero mean would divide by zero
     fixed = expected * (1.0 - dispersion / jump)  # the part of the mean that does not vary
     if spent <= fixed:
         return False
@@ -259,17 +343,18 @@ def _z_beyond(alpha: float) -> float:
     return float(-ndtri(alpha))
 
 
-def _alert(labels: dict[str, str], dimension: str, key: str, actual: float, expected: float,
-           since: datetime, unit_ratio: float | None) -> Alert:
+def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None) -> Alert:
+    project, dimension, value = key
     usual = f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else "usually nothing"
-    dearer = f"; a request cost {unit_ratio:.1f}x its usual" if unit_ratio is not None and unit_ratio >= 1.5 else ""
+    dearer = (f"; a request cost {unit_ratio:.1f}x its usual"
+              if unit_ratio is not None and unit_ratio >= MENTION_DEARER_FACTOR else "")
     return Alert(
-        name=COST_ANOMALY, labels=labels,
-        summary=f"{dimension} {key} spent ${actual:,.2f} in the last hour, {usual}{dearer}"
+        name=COST_ANOMALY, labels={"project": project, dimension: value},
+        summary=f"{dimension} {value} spent ${actual:,.2f} in the last hour, {usual}{dearer}"
                 f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
                  "ratio": actual / expected if expected > 0 else 0.0,
                  **({"request_cost_ratio": unit_ratio} if unit_ratio is not None else {})},
-        link="/cost?" + urlencode({dimension: key}),
+        link="/cost?" + urlencode({dimension: value}),
     )

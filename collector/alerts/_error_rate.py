@@ -1,43 +1,64 @@
-"""Error-rate spikes of LLM calls, per service: outages within minutes, creeps within the hour.
+"""Error-rate spikes of LLM calls, per service: an outage pages within minutes, a creep within the hour.
 
-Two questions, both against the service's usual error ratio (the median of its last seven daily
-ratios, so one bad day moves it not at all, and it drifts neither up nor down):
+What is measured (:class:`ServiceWindow`, read by ``_reads.error_windows``): a service's LLM
+calls, errors and failed requests (distinct traces with an error: one request retried twice is
+one failure) over the last hour, in 10-second buckets. Everything is judged against the
+service's *usual* error ratio (:meth:`ErrorRateRule.usual`): the median of its last seven daily
+ratios, burst minutes left out, so one bad day moves it not at all; ``1 - slo`` with under two
+days of history; never under ``min_usual``. "Beyond chance" means a binomial tail at the usual
+ratio at or under the ``*_alpha`` named. Names below are fields of :class:`ErrorRateRule`.
 
-- **Outage**: over the last 5 minutes at least ``outage_ratio`` (15%) of calls failed, far beyond
-  chance (binomial tail <= ``alpha``), by at least ``min_failed_requests`` (5) requests (distinct
-  traces: one request retried twice is one failure, not three, which at night's few calls a
-  minute is the difference), and the errors outlast a burst: beyond the 3 minutes that hold most
-  of them, the rest of the window still has failed requests beyond chance at the usual ratio
-  (``burst_alpha``), and no run of calls without an error, between its errors or since the last,
-  is longer than chance allows at the window's own ratio (``gap_alpha``). Provider 5xx bursts
-  (under 3 minutes, retried by clients) are normal life and fail those tests: one burst sits in 3
-  minutes, and two bursts minutes apart leave the minutes between without an error. Both are
-  judged against the calls, not as a fixed share: with a fixed "no 3 minutes hold 80% of the
-  errors" 58% of 30% outages at 8 calls a minute paged within 5 minutes, against 79% now
-  (``bench/outage_windows.py``, which also counts the bursts that page). At 16 calls a minute or
-  more a 20% or 30% outage pages at a median 4-5 minutes. Under ~5 calls a minute two bursts
-  close together and an outage look alike for the first minutes.
-- **Creep**: over the last 30, 45 or 60 minutes the ratio is at least ``creep_factor`` (3.5x) the
-  usual, beyond chance (``creep_alpha`` over the hour, a tenth of it over the shorter windows:
-  more of them slide past in an hour, and chance clusters of half an hour are common: a Sunday
-  morning at 16 calls a minute had 15 errors in 30 minutes where 3.4 are usual, 2e-6), with the
-  errors spread like the calls (no 15 minutes hold a share of the errors 0.4 above their share of
-  the calls), and still so over the last 10 minutes; the minutes that paged already are left
-  out (an outage's, and a creep's once its alert clears: the hour after a 30-minute outage at
-  13 calls a minute, read as a creep, paged again on two stray errors). A busy service's creep
-  is beyond chance within half an hour, and a 4x creep takes 50 minutes to lift a whole hour to
-  3.5x; a quiet service's needs the hour. Burst minutes (more errors than ``1 + 10 x usual x
-  calls``) are left out first, so provider bursts, however many in the hour, never look like a
-  creep.
+No data:
 
-Hysteresis, by what fired: an outage holds while the last 5 minutes stay at 10%, or at twice the
-usual ratio beyond chance (at a usual 0.3%, one stray error in 90 calls is twice the usual and
-held an outage 16 minutes past its end), so it resolves minutes after the provider recovers; a
-creep (few errors a minute) holds while the last 12 minutes stay at twice the usual ratio, so a
-sparse minute does not end it. Below that it clears, and the evaluator resolves it once the
-clear has lasted.
-With no calls in the last 10 minutes the rule says nothing, so the alert neither fires nor
-resolves. ``since`` is the first minute of the breach, not the window's start.
+1. No call in the last ``no_data_minutes`` (10): no verdict, so a firing alert neither fires again
+   nor resolves (silence never looks healthy).
+
+Outage, fires when all of these hold over the last ``outage_window_minutes`` (5):
+
+1. at least ``outage_ratio`` (15%) of the calls failed;
+2. that many errors are beyond chance (``alpha``, 1e-6);
+3. at least ``min_failed_requests`` (5) requests failed;
+4. the errors outlast a burst: outside the ``burst_minutes`` (3) that hold most of them, the
+   failed requests are still beyond chance (``burst_alpha``, 0.01);
+5. the errors keep coming: no run of calls without an error (between two errors, or since the
+   last) is longer than chance allows at the window's own ratio (``gap_alpha``, 0.3).
+
+Tests 4 and 5 tell an outage from provider 5xx bursts (under 3 minutes, retried by clients),
+which are normal life: one burst sits in 3 minutes, two bursts minutes apart leave the minutes
+between them without an error.
+
+Creep, judged when there is no outage; fires when all of these hold:
+
+1. the hour is read per minute without its burst minutes: a minute with more errors than
+   ``1 + burst_minute_factor (10) x usual x calls`` that holds under ``burst_minute_max_share``
+   (half) of the hour's calls is a burst, and the minutes either side go with it (the outage test
+   judges bursts);
+2. the minutes that paged already are left out (those up to the memory's ``paged_until``: an
+   outage's last breach, a creep's first clear); with fewer minutes left than the shortest creep
+   window (30), there is no creep;
+3. the last ``creep_ongoing_minutes`` (10) are at least ``creep_factor`` (3.5x) the usual ratio;
+4. in at least one of the windows ``creep_windows_minutes`` (the last 30, 45 or 60 minutes):
+   the ratio is at least ``creep_factor`` the usual, beyond chance (``creep_alpha``, 1e-5, over
+   the hour; divided by ``creep_short_alpha_divisor`` (10) over the shorter windows, as more of
+   them slide past in an hour), and the errors are spread like the calls: no
+   ``creep_spread_minutes`` (15) hold a share of the errors more than ``creep_spread_excess``
+   (0.4) above their share of the calls.
+
+When it fires, ``since`` is the breach's first minute, not the window's start: the start of the
+longest stretch up to now at the breaching ratio, moved on to where the next minute (outage) or
+``creep_onset_minutes`` (5, creep) reach that ratio too.
+
+Hold and resolve, while an alert fires and neither test breaches:
+
+1. it holds while the last ``outage_window_minutes`` (5) stay at ``outage_hold_ratio`` (10%);
+2. or while the last ``outage_hold_minutes`` (5, if it fired as an outage) or
+   ``creep_hold_minutes`` (12, as a creep, so a sparse minute does not end it), burst minutes
+   left out, stay at ``hold_factor`` (2x) the usual ratio, and, for an outage, beyond chance
+   (``hold_alpha``, 0.01);
+3. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
+   ``EvaluatorConfig.clear_for`` (2 minutes).
+
+Measured in BENCHMARKS.md, section 'Pager'.
 """
 
 from __future__ import annotations
@@ -52,13 +73,15 @@ import numpy as np
 from ._model import BREACH, CLEAR, ERROR_SPIKE, HOLD, Alert, Verdict
 
 BUCKET_S = 10
+"""Width of the buckets a :class:`ServiceWindow` counts in, in seconds."""
 WINDOW = timedelta(hours=1)
+"""The span of a :class:`ServiceWindow`: the longest window any test reads."""
 BUCKETS = int(WINDOW.total_seconds()) // BUCKET_S
+"""Buckets in a :class:`ServiceWindow`."""
+WINDOW_MINUTES = BUCKETS * BUCKET_S // 60
+"""Minutes in a :class:`ServiceWindow`."""
 _PER_MINUTE = 60 // BUCKET_S
 OUTAGE, CREEP = "outage", "creep"
-CREEP_WINDOWS = (30, 45, 60)  # minutes
-BURST = 180 // BUCKET_S  # buckets: a provider burst and its retries fit in 3 minutes
-ONGOING = 10  # minutes: a creep is still going on (as the cost rule's RECENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +98,65 @@ class ServiceWindow:
 
 @dataclass(frozen=True, slots=True)
 class ErrorRateRule:
-    """Parameters. ``slo``'s complement is the usual ratio assumed for a service with under two
-    days of history."""
+    """The error-spike rule's settings (the module docstring says how each is used).
+
+    Units: ``*_ratio`` is a share of the calls, ``*_factor`` a multiple of the usual ratio,
+    ``*_alpha`` a probability (a binomial tail), ``*_share`` a fraction.
+    """
 
     slo: float = 0.995
-    outage_ratio: float = 0.15
-    creep_factor: float = 3.5
-    hold_factor: float = 2.0
-    alpha: float = 1e-6
-    creep_alpha: float = 1e-5
-    hold_alpha: float = 0.01
+    """Its complement is the usual ratio of a service with under two days of history."""
     min_usual: float = 0.001
+    """The usual ratio is never taken lower (a flawless week would make one error a spike)."""
+    no_data_minutes: int = 10
+    """No call in this many minutes: no verdict."""
+    # outage
+    outage_window_minutes: int = 5
+    """The outage test's window, and the hold's share test's."""
+    outage_ratio: float = 0.15
+    """Share of the calls that failed over the outage window to fire."""
+    alpha: float = 1e-6
+    """The outage's errors must be this unlikely at the usual ratio."""
     min_failed_requests: int = 5
-    gap_alpha: float = 0.3
+    """Failed requests (distinct traces) over the outage window to fire."""
+    burst_minutes: int = 3
+    """A provider burst and its retries fit in this many minutes."""
     burst_alpha: float = 0.01
+    """Outside its densest ``burst_minutes``, the outage's failed requests must be this unlikely."""
+    gap_alpha: float = 0.3
+    """A run of calls without an error this unlikely at the window's own ratio: no outage."""
+    # creep
+    creep_factor: float = 3.5
+    """Multiple of the usual ratio that makes a creep."""
+    creep_windows_minutes: tuple[int, ...] = (30, 45, 60)
+    """The windows (ending now) a creep may be found in."""
+    creep_alpha: float = 1e-5
+    """A creep's errors over the hour must be this unlikely at the usual ratio."""
+    creep_short_alpha_divisor: int = 10
+    """Over the shorter creep windows, ``creep_alpha`` is divided by this."""
+    creep_ongoing_minutes: int = 10
+    """The creep must still be at ``creep_factor`` over this many last minutes."""
+    creep_spread_minutes: int = 15
+    """The stretch of minutes the spread test slides over the window."""
+    creep_spread_excess: float = 0.4
+    """Largest share of the errors above the share of the calls any stretch may hold."""
+    creep_onset_minutes: int = 5
+    """A creep's first minute is where this many minutes reach ``creep_factor`` too."""
+    burst_minute_factor: float = 10.0
+    """A minute with more errors than ``1 + this x usual x calls`` is a burst, left out of creeps."""
+    burst_minute_max_share: float = 0.5
+    """A minute with at least this share of the hour's calls is the traffic, never a burst."""
+    # hold
+    hold_factor: float = 2.0
+    """Multiple of the usual ratio that keeps a firing alert."""
+    hold_alpha: float = 0.01
+    """An outage's hold at ``hold_factor`` must be this unlikely at the usual ratio."""
+    outage_hold_ratio: float = 0.10
+    """Share of the calls failed over the outage window that keeps any firing alert."""
+    outage_hold_minutes: int = 5
+    """The window of the ``hold_factor`` test for an alert that fired as an outage."""
+    creep_hold_minutes: int = 12
+    """The window of the ``hold_factor`` test for an alert that fired as a creep."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.slo < 1.0:
@@ -107,59 +175,98 @@ class ErrorRateRule:
         return max(usual, self.min_usual)
 
     def evaluate(self, project: str, service: str, w: ServiceWindow, usual: float, now: datetime,
-                 top_labels: dict[str, str] | None = None, held_as: str = CREEP,
-                 paged_until: datetime | None = None) -> Verdict | None:
-        """The verdict on ``service`` at ``now``; ``None`` without calls in the last 10 minutes.
-        ``held_as`` is what the firing alert (if any) fired as, :data:`OUTAGE` or :data:`CREEP`
-        (the longer hold, the safe guess after a restart); the breach says it in ``numbers["outage"]``.
-        ``paged_until`` ends the minutes that paged already (an outage's last breach, or a creep's
-        whose alert has cleared since): the creep test leaves them out and says nothing with under
-        30 left, so an hour that still holds an incident's errors does not page for them again."""
+                 memory: ServiceMemory | None = None) -> Verdict | None:
+        """The verdict on ``service`` at ``now``; ``None`` without calls in the last
+        ``no_data_minutes``. ``memory`` is what the service's earlier verdicts left (default: none):
+        what the firing alert (if any) fired as, :data:`OUTAGE` or :data:`CREEP` (the longer hold,
+        the safe guess after a restart), and ``paged_until``, the end of the minutes that paged
+        already, which the creep test leaves out. A breach says what it is in
+        ``numbers["outage"]``."""
+        memory = memory or ServiceMemory()
         calls, errors = w.calls.astype(float), w.errors.astype(float)
-        if calls[-10 * _PER_MINUTE:].sum() == 0:
+        if calls[-self.no_data_minutes * _PER_MINUTE:].sum() == 0:
             return None
         labels = {"project": project, "service": service}
-        five = slice(-5 * _PER_MINUTE, None)
-        n5, e5 = calls[five].sum(), errors[five].sum()
-        kind, first = None, 0
-        failed = (w.failed_requests if w.failed_requests is not None else w.errors)[five].astype(float)
-        if (e5 and e5 / n5 >= self.outage_ratio and _tail(e5, n5, usual) <= self.alpha
-                and failed.sum() >= self.min_failed_requests
-                and _outlasts_burst(calls[five], errors[five], failed, usual, self.burst_alpha)
-                and _steady(calls[five], errors[five], self.gap_alpha)):
-            kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
-        else:
-            minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
-            skip = 0
-            if paged_until is not None:
-                skip = min(60, max(0, 60 - int((now - paged_until).total_seconds() // 60)))
-                minute_errors[:skip], minute_calls[:skip] = 0, 0
-            recent_n, recent_e = minute_calls[-ONGOING:].sum(), minute_errors[-ONGOING:].sum()
-            if (skip <= 30 and recent_e >= self.creep_factor * usual * recent_n
-                    and any(self._creeps(minute_calls[-m:], minute_errors[-m:], usual,
-                                         self.creep_alpha if m == 60 else self.creep_alpha / 10)
-                            for m in CREEP_WINDOWS)):
-                kind, first = CREEP, _PER_MINUTE * _onset(minute_calls, minute_errors, self.creep_factor * usual, 5)
-        if kind is None:
-            minutes = 5 if held_as == OUTAGE else 12
-            minute_calls, minute_errors = _creep_minutes(calls, errors, usual)
-            n_hold, e_hold = minute_calls[-minutes:].sum(), minute_errors[-minutes:].sum()
-            held = bool(n5 and e5 / n5 >= 0.10) or (
-                e_hold >= self.hold_factor * usual * n_hold
-                and (held_as != OUTAGE or _tail(e_hold, n_hold, usual) <= self.hold_alpha))
+        first = self._outage_onset(w, calls, errors, usual)
+        kind = OUTAGE
+        if first is None:
+            kind, first = CREEP, self._creep_onset(calls, errors, usual, now, memory.paged_until)
+        if first is None:
+            held = self._holds(calls, errors, usual, memory.fired_as)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
-        return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now, top_labels or {}))
+        return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now))
+
+    def _outage_onset(self, w: ServiceWindow, calls: np.ndarray, errors: np.ndarray, usual: float) -> int | None:
+        """The outage's first bucket, or ``None`` without an outage (the module's outage list)."""
+        window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
+        n, e = calls[window].sum(), errors[window].sum()
+        failed = (w.failed_requests if w.failed_requests is not None else w.errors)[window].astype(float)
+        if (e and e / n >= self.outage_ratio and _tail(e, n, usual) <= self.alpha
+                and failed.sum() >= self.min_failed_requests
+                and _outlasts_burst(calls[window], errors[window], failed, usual, self.burst_alpha,
+                                    self.burst_minutes * _PER_MINUTE)
+                and _steady(calls[window], errors[window], self.gap_alpha)):
+            return _onset(calls, errors, self.outage_ratio)
+        return None
+
+    def _creep_onset(self, calls: np.ndarray, errors: np.ndarray, usual: float, now: datetime,
+                     paged_until: datetime | None) -> int | None:
+        """The creep's first bucket, or ``None`` without a creep (the module's creep list)."""
+        minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
+        skip = 0
+        if paged_until is not None:
+            skip = min(WINDOW_MINUTES, max(0, WINDOW_MINUTES - int((now - paged_until).total_seconds() // 60)))
+            minute_errors[:skip], minute_calls[:skip] = 0, 0
+        ongoing = -self.creep_ongoing_minutes
+        recent_n, recent_e = minute_calls[ongoing:].sum(), minute_errors[ongoing:].sum()
+        if (skip <= WINDOW_MINUTES - min(self.creep_windows_minutes)
+                and recent_e >= self.creep_factor * usual * recent_n
+                and any(self._creeps(minute_calls[-m:], minute_errors[-m:], usual,
+                                     self.creep_alpha if m == WINDOW_MINUTES
+                                     else self.creep_alpha / self.creep_short_alpha_divisor)
+                        for m in self.creep_windows_minutes)):
+            return _PER_MINUTE * _onset(minute_calls, minute_errors, self.creep_factor * usual,
+                                        self.creep_onset_minutes)
+        return None
+
+    def _holds(self, calls: np.ndarray, errors: np.ndarray, usual: float, held_as: str) -> bool:
+        """Whether a firing alert that fired as ``held_as`` holds (the module's hold list)."""
+        window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
+        n, e = calls[window].sum(), errors[window].sum()
+        minutes = self.outage_hold_minutes if held_as == OUTAGE else self.creep_hold_minutes
+        minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
+        n_hold, e_hold = minute_calls[-minutes:].sum(), minute_errors[-minutes:].sum()
+        return bool(n and e / n >= self.outage_hold_ratio) or (
+            e_hold >= self.hold_factor * usual * n_hold
+            and (held_as != OUTAGE or _tail(e_hold, n_hold, usual) <= self.hold_alpha))
 
     def _creeps(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float, alpha: float) -> bool:
         """Whether these minutes' errors are ``creep_factor`` times the usual, beyond chance
         (``alpha``), and spread like their calls."""
         n, e = minute_calls.sum(), minute_errors.sum()
         return bool(e >= self.creep_factor * usual * n and _tail(e, n, usual) <= alpha
-                    and _spread_like_calls(minute_errors, minute_calls))
+                    and _spread_like_calls(minute_errors, minute_calls, self.creep_spread_minutes,
+                                           self.creep_spread_excess))
+
+    def _creep_minutes(self, calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
+        """Calls and errors per minute, bursts left out: a minute with more errors than
+        ``1 + burst_minute_factor x usual x calls`` is a burst (a creep to 4x makes such a minute
+        about once in a hundred), which the outage test judges; in the creep's hour it would
+        count like a creep. The minutes either side of a burst go with it: its retries and its
+        first seconds spill into them. A minute holding ``burst_minute_max_share`` of the hour's
+        calls is the hour's traffic, not a burst in it."""
+        minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+        minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
+        core = ((minute_errors > 1 + np.floor(self.burst_minute_factor * usual * minute_calls))
+                & (minute_calls < self.burst_minute_max_share * minute_calls.sum()))
+        burst = core.copy()
+        burst[1:] |= core[:-1]
+        burst[:-1] |= core[1:]
+        return np.where(burst, 0.0, minute_calls), np.where(burst, 0.0, minute_errors)
 
     def _alert(self, kind: str, labels: dict[str, str], w: ServiceWindow, usual: float, since: datetime,
-               now: datetime, top_labels: dict[str, str]) -> Alert:
+               now: datetime) -> Alert:
         start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
         ratio = e / n if n else 0.0
@@ -173,8 +280,7 @@ class ErrorRateRule:
             numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(n), "errors": float(e),
                      "transient_errors": float(tr), "logic_errors": float(e - tr),
                      "outage": float(kind == OUTAGE)},
-            details=(f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation)."
-                     + most_affected(top_labels)),
+            details=f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation).",
             link="/traces?" + urlencode({"service": service, "status": "error"}),
         )
 
@@ -184,7 +290,7 @@ class ServiceMemory:
     """What one service's verdicts leave for its next: what its last breach fired as, when, and
     the end of the minutes that paged already (an outage's at each of its breaches, any alert's
     at its first clear). The hour holds an incident's errors for an hour after it ends: without
-    this, two stray errors in ten minutes after a creep's alert cleared paged those errors again."""
+    this, they would page again once the alert has cleared."""
 
     fired_as: str = CREEP
     breached_at: datetime | None = None
@@ -193,7 +299,7 @@ class ServiceMemory:
     def verdict(self, rule: ErrorRateRule, project: str, service: str, w: ServiceWindow, usual: float,
                 now: datetime) -> Verdict | None:
         """``rule``'s verdict at ``now``, remembered for the next."""
-        verdict = rule.evaluate(project, service, w, usual, now, held_as=self.fired_as, paged_until=self.paged_until)
+        verdict = rule.evaluate(project, service, w, usual, now, memory=self)
         if verdict is not None and verdict.state == CLEAR and self.breached_at is not None:
             self.paged_until, self.breached_at = self.breached_at, None
         elif verdict is not None and verdict.state == BREACH:
@@ -222,13 +328,14 @@ def _tail(k: float, n: float, p: float) -> float:
 
 
 def _outlasts_burst(calls: np.ndarray, errors: np.ndarray, failed: np.ndarray, usual: float,
-                    alpha: float) -> bool:
-    """Whether the window's errors do not fit in one burst: outside the 3 minutes that hold most
-    of them, its failed requests are still beyond chance at the usual ratio (``alpha``). A burst
-    beside a stray error is a burst; an outage's minutes outside any 3 fail as its others do."""
-    crowded = int(np.argmax(np.convolve(errors, np.ones(BURST), mode="valid")))
+                    alpha: float, burst: int) -> bool:
+    """Whether the window's errors do not fit in one burst: outside the ``burst`` buckets that
+    hold most of them, its failed requests are still beyond chance at the usual ratio
+    (``alpha``). A burst beside a stray error is a burst; an outage's minutes outside any
+    burst's fail as its others do."""
+    crowded = int(np.argmax(np.convolve(errors, np.ones(burst), mode="valid")))
     outside = np.ones(len(calls), dtype=bool)
-    outside[crowded:crowded + BURST] = False
+    outside[crowded:crowded + burst] = False
     return _tail(failed[outside].sum(), calls[outside].sum(), usual) <= alpha
 
 
@@ -248,31 +355,14 @@ def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float) -> bool:
     return bool(errors.sum() * (1.0 - ratio) ** runs.max() > alpha)
 
 
-def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray) -> bool:
-    """The minutes' errors (burst minutes out) follow their calls: no 15 minutes hold a share of
-    the errors 0.4 above their share of the calls. A creep is spread like the traffic, while a
-    short outage sits in a few minutes of it (a service whose calls all came in one minute may
-    have its errors there too)."""
-    window = np.ones(15)
+def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray, width: int, excess: float) -> bool:
+    """The minutes' errors (burst minutes out) follow their calls: no ``width`` minutes hold a
+    share of the errors more than ``excess`` above their share of the calls. A creep is spread
+    like the traffic, while a short outage sits in a few minutes of it (a service whose calls
+    all came in one minute may have its errors there too)."""
+    window = np.ones(width)
     errors, calls = np.convolve(minute_errors, window, mode="valid"), np.convolve(minute_calls, window, mode="valid")
-    return bool((errors / max(minute_errors.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= 0.4)
-
-
-def _creep_minutes(calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
-    """Calls and errors per minute, bursts left out: a minute with more errors than
-    ``1 + 10 x usual x calls`` is a burst (a creep to 4x makes such a minute about once in a
-    hundred), which the outage test judges; in the creep's hour it would count like a creep. The
-    minutes either side of a burst go with it: its retries and its first seconds spill into them
-    (at night, one error in a minute of one call is no burst, and three bursts' spill made a
-    creep of 5 errors in 54 calls). A minute holding half the hour's calls is the hour's traffic,
-    not a burst in it."""
-    minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
-    minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
-    core = (minute_errors > 1 + np.floor(10 * usual * minute_calls)) & (minute_calls < 0.5 * minute_calls.sum())
-    burst = core.copy()
-    burst[1:] |= core[:-1]
-    burst[:-1] |= core[1:]
-    return np.where(burst, 0.0, minute_calls), np.where(burst, 0.0, minute_errors)
+    return bool((errors / max(minute_errors.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= excess)
 
 
 def _onset(calls: np.ndarray, errors: np.ndarray, ratio: float, width: int = _PER_MINUTE) -> int:

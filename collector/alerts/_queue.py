@@ -1,21 +1,37 @@
 """Queues that do not drain, per reporting instance (the SDK's ``watch_queue``, the collector's spool).
 
-Each (service, queue, instance) is its own series: three replicas reporting the same queue name
-are three queues, so one stalled replica is not averaged away by two healthy ones.
+What is measured (``_reads.queue_series``): each (service, queue, instance) is its own series of
+depth samples, with the age of the oldest item where the reporter knows it. Three replicas
+reporting the same queue name are three queues, so one stalled replica is not averaged away by
+two healthy ones. Names below are fields of :class:`QueueRule`.
 
-Breach: over the last ``window`` the depth never reached zero and never fell between two
-samples (stalled if flat, growing if not), or the oldest item is older than
-``max_oldest_age_s`` and the queue is not catching up. A sawtooth (batches in, consumers draining
-them) falls between samples every few minutes, even at a high level, and stays quiet. Catching
-up: the oldest item's age (or, without ages, the depth) peaked lower in the last window than in
-the window before: consumers are back and working through the backlog, which is the end of the
-incident even while the backlog is still old. Peaks, because the age is a sawtooth while a
-backlog of batches drains (it climbs while a batch is worked on and drops when it is done), and
-a slow consumer's peaks keep rising. Hold: a firing alert stays until the
-queue catches up, is empty, or falls again with its oldest item younger than half the limit, so
-an age hovering around the limit pages once. A series whose samples stop arriving gets its own
-alert (``QueueStoppedReporting``, from ``silent_after``), and its not-draining alert neither
-fires nor resolves while it is silent: silence is not health.
+Stopped reporting (``QueueStoppedReporting``):
+
+1. fires when the last sample is older than ``silent_after`` (5 minutes); while it fires the
+   series' not-draining alert neither fires nor resolves (silence is not health);
+2. resolves once samples arrive again.
+
+Not draining (``QueueNotDraining``), fires when either holds:
+
+1. the oldest item is older than ``max_oldest_age_s`` (900 s), the queue is not empty, and it is
+   not catching up;
+2. over the last ``window`` (7 minutes), with at least ``min_samples`` (5) samples, the depth
+   never reached zero and never fell between two samples (stalled if flat, growing if not). A
+   sawtooth (batches in, consumers draining them) falls every few minutes, even at a high level,
+   and stays quiet.
+
+Catching up: with ``min_samples`` samples in the last ``window`` and in the one before, the oldest
+item's age (without ages: the depth) peaked lower in the last than in the one before. Consumers
+are back and working through the backlog, which ends the incident even while the backlog is still
+old. Peaks, because the age is a sawtooth while a backlog of batches drains, and a slow
+consumer's peaks keep rising.
+
+Hold and resolve, while the alert fires and neither condition holds:
+
+1. it resolves once the queue is empty, catches up, or falls again with its oldest item younger
+   than ``hold_age_share`` (half) of ``max_oldest_age_s`` (so an age hovering around the limit
+   pages once);
+2. otherwise it holds.
 """
 
 from __future__ import annotations
@@ -31,6 +47,8 @@ from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert
 
 @dataclass(frozen=True, slots=True)
 class DepthSample:
+    """One report of a queue: its depth and the age of its oldest item (``None``: not known)."""
+
     ts: datetime
     depth: float
     oldest_age_s: float | None = None
@@ -38,10 +56,18 @@ class DepthSample:
 
 @dataclass(frozen=True, slots=True)
 class QueueRule:
+    """The queue rule's settings (the module docstring says how each is used)."""
+
     window: timedelta = timedelta(minutes=7)
+    """The stretch over which a queue that never fell nor emptied is not draining."""
     min_samples: int = 5
+    """Samples a window needs before it says anything."""
     max_oldest_age_s: float = 900.0
+    """An oldest item older than this (seconds) is not draining, unless the queue catches up."""
+    hold_age_share: float = 0.5
+    """A queue that falls again resolves only once its oldest item is younger than this share of the limit."""
     silent_after: timedelta = timedelta(minutes=5)
+    """A series without a sample for this long has stopped reporting."""
 
     def evaluate(
         self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime,
@@ -78,11 +104,12 @@ class QueueRule:
         never_fell = all(b >= a for a, b in pairwise(depths))
         if len(recent) >= self.min_samples and never_empty and never_fell:
             return [*out, Verdict(BREACH, self._not_draining(labels, where, samples, link))]
-        young = age is None or age < self.max_oldest_age_s / 2
+        young = age is None or age < self.max_oldest_age_s * self.hold_age_share
         recovered = last.depth == 0 or catching_up or (not never_fell and young)
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
     def _catching_up(self, recent: Sequence[DepthSample], samples: Sequence[DepthSample], now: datetime) -> bool:
+        """Whether the oldest age (without ages: the depth) peaked lower in the last window than in the one before."""
         before = [s for s in samples if now - 2 * self.window <= s.ts < now - self.window]
         if len(recent) < self.min_samples or len(before) < self.min_samples:
             return False

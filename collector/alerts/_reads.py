@@ -69,8 +69,11 @@ class DailyRatios:
     do not double the ratio a creep is measured against."""
 
     days: int = 7
+    """Complete days read."""
     min_calls: int = 50
+    """A day with fewer calls (burst minutes out) has no ratio."""
     burst_scale: float = 0.005
+    """The usual ratio the burst test assumes (the default SLO's budget)."""
     _day: date | None = None
     _ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
 

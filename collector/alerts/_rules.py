@@ -9,14 +9,22 @@ from datetime import datetime, timedelta
 
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
-from ._cost import WINDOWS, CostRule, calibration, dispersion
+from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
 from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
-from ._reads import CostHistory, DailyRatios, Key, cost_windows, error_windows, queue_series
+from ._reads import CostHistory, DailyRatios, HourWindows, Key, cost_windows, error_windows, queue_series
 from ._unit_cost import UnitShift
 
 _DT = "DateTime64(3)"
+QUEUE_LOOKBACK = timedelta(hours=2)
+"""Queue series seen this far back are judged; older silent ones keep their alert (no data)."""
+NOISE_WEEK = timedelta(days=7)
+"""The hours a key's noise is learnt from."""
+NOISE_WEEK_HOURS = 168
+"""Residuals kept per key: the hours of :data:`NOISE_WEEK`."""
+BASELINE_CACHE_MAX = 500_000
+"""Baselines kept in memory (key and hour) before the cache is emptied and rebuilt on demand."""
 
 
 class ErrorRule:
@@ -63,9 +71,9 @@ def _top_error_labels(store: Store, project: str, service: str, start: datetime,
 
 
 def queue_verdicts(store: Store, rule: QueueRule, now: datetime) -> list[Verdict]:
-    """Every queue series seen in the last two hours; older silent ones keep their alert (no data)."""
+    """Every queue series seen in :data:`QUEUE_LOOKBACK`; older silent ones keep their alert (no data)."""
     out = []
-    for (project, service, queue, instance), samples in queue_series(store, now, timedelta(hours=2)).items():
+    for (project, service, queue, instance), samples in queue_series(store, now, QUEUE_LOOKBACK).items():
         out += rule.evaluate(project, service, queue, samples, now, instance=instance)
     return out
 
@@ -92,48 +100,65 @@ class CostRules:
     def verdicts(self, store: Store, now: datetime) -> list[Verdict]:
         self.prepare(store, now)  # a new hour extends the history by one
         hour = cost_windows(store, now)
-        spent, pairs = hour.spent, hour.pairs
-        expected = {key: exp for key in self._keys(spent) if (exp := self._expected(key, now)) is not None}
+        expected = {key: exp for key in self._keys(hour.spent) if (exp := self._expected(key, now)) is not None}
         unit = self.history.units.shift(hour.requests)
-        out: dict[Key, Verdict] = {}
-        for key in (k for k in expected if k[1] == "route"):
-            out[key] = self._verdict(key, spent.get(key), expected[key], now, unit.get(key))
-        # routes whose last hour is at the breach ratio, paged or not: after a route's alert has
-        # cleared, the tenants' last hour still holds its surge and must not page for it
-        surges = {k: spent[k][60] / expected[k][60] for k in out
-                  if k in spent and expected[k][60] > 0 and spent[k][60] >= self.rule.ratio * expected[k][60]}
-        for k in out:  # or whose requests got dearer (the share of the spend to deflate is the same)
-            if k in unit and self.rule.dearer_hour(unit[k]):
-                surges[k] = max(surges.get(k, 1.0), unit[k].ratio)
-        route_spent = {k: spent.get(k, {}).get(60, 0.0) for k in out}
-        for key, verdict in out.items():
-            if verdict.state == BREACH and _one_tenant(key, route_spent[key], pairs):
-                out[key] = replace(verdict, state=HOLD)  # one tenant's incident: that tenant pages
-        # by (project, route): another project's route of the same name is another route
-        surging = {(k[0], k[2]): ratio for k, ratio in surges.items() if not _one_tenant(k, route_spent[k], pairs)}
+        out = self._route_verdicts(hour, expected, unit, now)
+        surging = self._surging_routes(out, hour, expected, unit)
         if surging:  # and its dearer requests are not the tenants' either
             unit = self.history.units.shift(hour.requests, skip_routes=surging)
         for key in (k for k in expected if k[1] == "tenant"):
-            tenant_spent = spent.get(key)
+            tenant_spent = hour.spent.get(key)
             if surging and tenant_spent is not None:
                 # a pricier model on a route pages once, for the route: deflate that route's share
-                tenant_spent = _deflated(key, tenant_spent, pairs, surging)
+                tenant_spent = _deflated(key, tenant_spent, hour.pairs, surging)
             out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key))
         for key, verdict in out.items():
             if verdict.state == BREACH:
                 out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
         return list(out.values())
 
+    def _route_verdicts(self, hour: HourWindows, expected: dict[Key, dict[int, float]],
+                        unit: dict[Key, UnitShift], now: datetime) -> dict[Key, Verdict]:
+        """Every route's verdict; a breach one tenant made is held (that tenant pages)."""
+        out = {k: self._verdict(k, hour.spent.get(k), expected[k], now, unit.get(k)) for k in expected
+               if k[1] == "route"}
+        for key, verdict in out.items():
+            if verdict.state == BREACH and self._one_tenant(key, hour):
+                out[key] = replace(verdict, state=HOLD)
+        return out
+
+    def _surging_routes(self, routes: dict[Key, Verdict], hour: HourWindows, expected: dict[Key, dict[int, float]],
+                        unit: dict[Key, UnitShift]) -> dict[tuple[str, str], float]:
+        """(project, route) of the routes whose last hour is at the breach ratio, paged or not, or
+        whose requests got dearer, and not one tenant's: by how much. After a route's alert has
+        cleared, the tenants' last hour still holds its surge and must not page for it (and the
+        share of the spend to deflate is the same for dearer requests). Another project's route
+        of the same name is another route."""
+        spent = hour.spent
+        surges = {k: spent[k][60] / expected[k][60] for k in routes
+                  if k in spent and expected[k][60] > 0 and spent[k][60] >= self.rule.ratio * expected[k][60]}
+        for k in routes:
+            if k in unit and self.rule.dearer_hour(unit[k]):
+                surges[k] = max(surges.get(k, 1.0), unit[k].ratio)
+        return {(k[0], k[2]): ratio for k, ratio in surges.items() if not self._one_tenant(k, hour)}
+
+    def _one_tenant(self, route: Key, hour: HourWindows) -> bool:
+        """Whether one tenant made at least ``one_tenant_share`` of a route's last hour."""
+        project, _, name = route
+        spent = hour.spent.get(route, {}).get(60, 0.0)
+        shares = [pair[60] for (p, _, r), pair in hour.pairs.items() if p == project and r == name]
+        return bool(shares) and max(shares) >= self.rule.one_tenant_share * spent
+
     def _learn_noise(self, until: datetime) -> None:
         """Each key's residuals (spend less baseline) of the complete hours of the last week, one
         new hour per hour: what :func:`dispersion` reads."""
         if self._judged_until == until:
             return
-        week = until - timedelta(days=7)
+        week = until - NOISE_WEEK
         start = week if self._judged_until is None or self._judged_until < week else self._judged_until
         hours = [start + timedelta(hours=h) for h in range(int((until - start) / timedelta(hours=1)))]
         for key, hourly in self.history.hourly.items():
-            residuals = self._residuals.setdefault(key, deque(maxlen=168))
+            residuals = self._residuals.setdefault(key, deque(maxlen=NOISE_WEEK_HOURS))
             # with the hour now starting, whose baseline every minute of it asks for
             for hour, base in zip(hours, self._baselines_of(key, [*hours, until]), strict=False):
                 if base is not None:
@@ -162,10 +187,9 @@ class CostRules:
     def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime,
                  unit: UnitShift | None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
-        project, dimension, value = key
         noise, jump = self._noise.get(key) or (None, None)
-        return self.rule.evaluate(project, dimension, value, spent, expected, self.history.typical_hourly(key), now,
-                                  noise, unit, jump=jump)
+        return self.rule.evaluate(key, KeyHour(spent, expected, self.history.typical_hourly(key), noise, jump, unit),
+                                  now)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and
@@ -177,17 +201,10 @@ class CostRules:
         if current is None or previous is None:
             return None
         into = (now - hour) / timedelta(minutes=1)
-        if len(self._baselines) > 500_000:  # hours long past: rebuilt on demand
+        if len(self._baselines) > BASELINE_CACHE_MAX:  # hours long past
             self._baselines.clear()
         scale = self._calibration.get(key, 1.0) / 60
         return {m: (current * min(m, into) + previous * max(0.0, m - into)) * scale for m in WINDOWS}
-
-
-def _one_tenant(route: Key, spent: float, pairs: dict[Key, dict[int, float]]) -> bool:
-    """Whether one tenant made at least 80% of a route's last hour."""
-    project, _, name = route
-    shares = [pair[60] for (p, _, r), pair in pairs.items() if p == project and r == name]
-    return bool(shares) and max(shares) >= 0.8 * spent
 
 
 def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, float]],

@@ -28,10 +28,14 @@ import numpy as np
 Pair = tuple[str, str, str]  # project, tenant, route
 Key = tuple[str, str, str]  # project, dimension (tenant | route), value
 Window = tuple[Pair, float, float, float, float]  # pair, traces and sum of unit costs: the hour, the recent minutes
-RECENT = 10  # minutes: is the shift still going on (at 15, a 10x shift resolved 15 minutes after its end)
+RECENT = 10
+"""Minutes: the window that says whether a shift (of spend or of cost per request) is still going on."""
 WEEK = timedelta(days=7)
-MIN_TRACES_NOW = 5  # fewer traces in the last hour: no verdict (the normal approximation needs a few)
+"""The span a key's usual cost per request is learnt over."""
+MIN_TRACES_NOW = 5
+"""Fewer priced traces in the last hour: no verdict (the normal approximation needs a few)."""
 MIN_TRACES_WEEK = 20
+"""Fewer priced traces over :data:`WEEK`: no usual cost per request yet."""
 
 
 @dataclass(frozen=True, slots=True)

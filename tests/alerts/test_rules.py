@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
-from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceWindow
+from infersight.collector.alerts._cost import KeyHour
+from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceMemory, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
 from infersight.collector.alerts._queue import DepthSample
 from infersight.collector.store import encode_rows
@@ -116,10 +117,12 @@ def test_an_outage_resolves_through_stray_errors_after_its_end():
     errors[-18 * 6:-6 * 6:6] = 6.0  # minutes -18 .. -7: 6 of 20 calls failed
     errors[[-1 * 6, -4 * 6]] = 1.0
     rule = ErrorRateRule()
-    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, held_as=OUTAGE).state == CLEAR
+    after_outage = ServiceMemory(fired_as=OUTAGE)
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, after_outage).state == CLEAR
     # the same minutes with three errors in the last 5 minutes still hold it
     errors[-2 * 6] = 1.0
-    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, held_as=OUTAGE).state == HOLD
+    after_outage = ServiceMemory(fired_as=OUTAGE)
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.003, T0, after_outage).state == HOLD
 
 
 def test_an_outage_that_ended_is_not_a_creep_afterwards():
@@ -289,7 +292,8 @@ def cost_verdict(spent60, spent15, spent10, expected_hourly, typical, rule=None,
     windows = (5, 10, 15, 20, 30, 45, 60)
     spent = {m: {60: spent60, 15: spent15, 10: spent10}.get(m, spent15 * m / 15) for m in windows}
     expected = {m: expected_hourly * m / 60 for m in windows}
-    return (rule or CostRule()).evaluate("p", "tenant", "small", spent, expected, typical, T0, dispersion, jump=jump)
+    return (rule or CostRule()).evaluate(("p", "tenant", "small"), KeyHour(spent, expected, typical, dispersion, jump),
+                                         T0)
 
 
 def test_a_small_tenant_pages_on_its_own_scale():
@@ -456,8 +460,8 @@ def test_dearer_requests_are_seen_through_the_route_mix():
 
 def dearer(spent60, unit, typical=0.04):
     windows = (5, 10, 15, 20, 30, 45, 60)
-    return CostRule().evaluate("p", "tenant", "small", {m: spent60 * m / 60 for m in windows},
-                               {m: 0.05 * m / 60 for m in windows}, typical, T0, 0.05, unit)
+    return CostRule().evaluate(("p", "tenant", "small"), KeyHour({m: spent60 * m / 60 for m in windows},
+                               {m: 0.05 * m / 60 for m in windows}, typical, 0.05, unit=unit), T0)
 
 
 def test_dearer_requests_page_a_key_whose_hours_swing_with_sessions():
