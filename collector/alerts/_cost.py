@@ -54,6 +54,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from ..store import usd_text
 from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
 from ._unit_cost import RECENT, UnitShift
 
@@ -261,11 +262,11 @@ def _z_beyond(alpha: float) -> float:
 
 def _alert(labels: dict[str, str], dimension: str, key: str, actual: float, expected: float,
            since: datetime, unit_ratio: float | None) -> Alert:
-    usual = f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else "usually nothing"
+    usual = f"{actual / expected:.1f}x the usual {usd_text(expected)}" if expected > 0 else "usually nothing"
     dearer = f"; a request cost {unit_ratio:.1f}x its usual" if unit_ratio is not None and unit_ratio >= 1.5 else ""
     return Alert(
         name=COST_ANOMALY, labels=labels,
-        summary=f"{dimension} {key} spent ${actual:,.2f} in the last hour, {usual}{dearer}"
+        summary=f"{dimension} {key} spent {usd_text(actual)} in the last hour, {usual}{dearer}"
                 f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
