@@ -32,7 +32,7 @@ _CONTEXT_NS = 86400 * NS  # how far around ``at`` to look for a trace's spans
 # The last ``at`` (Unix seconds) whose window still fits ClickHouse's Int64 nanoseconds (2262).
 AT_MAX_S = (2**63 - 1 - _CONTEXT_NS) // NS
 _CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
-_SPEND = ", ".join(f"{sql} AS {name}" for name, sql in spend_sql("kind = 'llm'").items())
+_SPEND = ", ".join(f"{sql} AS {name}" for name, sql in spend_sql(f"kind = '{LLM}'").items())
 
 
 def search(
@@ -103,8 +103,8 @@ def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> l
         "SELECT trace_id, toUnixTimestamp64Nano(min(ts)) AS start_ns,"
         " max(toUnixTimestamp64Nano(ts) + toInt64(duration_s * 1e9)) AS end_ns,"
         " groupUniqArray(service) AS services, groupUniqArray(route) AS routes,"
-        " groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = 'llm') AS models,"
-        " count() AS spans, countIf(kind = 'llm') AS llm_calls,"
+        f" groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = '{LLM}') AS models,"
+        f" count() AS spans, countIf(kind = '{LLM}') AS llm_calls,"
         # Errors of any step (a failed retrieval fails the request); tokens and cost of the LLM
         # calls, as every other surface counts them (store.spend_sql: unknown is never 0).
         f" countIf(status = 'error') AS errors, {_SPEND}"

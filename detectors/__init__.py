@@ -49,8 +49,10 @@ from ._fitted import NotFittedError
 from ._inline import BUILTIN_DETECTORS, inline_failure_count, run_inline
 from ._json import JsonDetector
 from ._messages import ChatMessage, MessagePart, messages_text, parse_messages
+from ._money_text import usd_text
 from ._refusal import RefusalDetector
 from ._repetition import RepetitionDetector
+from ._row_time import row_time_day, row_time_ns, row_time_text
 from ._schema import SchemaCheck, schema_check
 from ._truncation import TruncationDetector
 
@@ -113,6 +115,10 @@ __all__ = [
     "messages_text",
     "parse_messages",
     "prompt_hash",
+    "row_time_day",
+    "row_time_ns",
+    "row_time_text",
     "run_inline",
     "schema_check",
+    "usd_text",
 ]

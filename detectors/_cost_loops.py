@@ -40,6 +40,7 @@ from ._fitted import (
     quantile,
 )
 from ._messages import parse_messages
+from ._money_text import usd_text
 
 _SPACE = re.compile(r"\s+")
 
@@ -210,8 +211,8 @@ class CostLoopDetector:
                  + (f" user {member.user_id!r}" if member.user_id else ""))
         times = f"{rounds}x" + (f" ({calls} calls)" if calls != rounds else "")
         money = "cost unknown" if loop_cost is None else (
-            f"${loop_cost:.4f} for those calls" + (" (some unpriced)" if partial_cost else ""))
-        this = f"this call ${member.cost_usd:.4f}" if member.cost_usd is not None else "this call unpriced"
+            f"{usd_text(loop_cost)} for those calls" + (" (some unpriced)" if partial_cost else ""))
+        this = f"this call {usd_text(member.cost_usd)}" if member.cost_usd is not None else "this call unpriced"
         evidence = f"same prompt {times} {where} within {span}: {money}, {this}; prompt {member.prompt_hash[:12]}"
         detection = Detection(self.name, self.version, f"{self.name}.{rule}", 1.0, evidence)
         # A call of the crossing round may start after the round does: known once it exists.
@@ -329,7 +330,7 @@ class ContextStuffingDetector:
             excess = call.input_tokens - median
             excess_cost, bound = _excess_cost_usd(call, median, self.price)
             money = ("excess cost unknown" if excess_cost is None
-                     else f"excess {'≤ ' if bound else ''}${excess_cost:.4f}")
+                     else f"excess {'≤ ' if bound else ''}{usd_text(excess_cost)}")
             ratio = call.input_tokens / median if median > 0 else math.inf
             evidence = (f"input {call.input_tokens:,} tokens = {ratio:.1f}x the route's median "
                         f"{median:,.0f} (threshold {self.threshold_:,.0f}): {excess:,.0f} excess tokens, {money}")

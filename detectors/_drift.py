@@ -42,6 +42,7 @@ from ._fitted import (
     check_probability,
     quantile,
 )
+from ._money_text import usd_text
 
 FEATURES = ("input_tokens", "output_tokens", "duration_s", "ttft_s", "cost_usd")
 LOG_FEATURES = ("input_tokens", "output_tokens")
@@ -399,7 +400,7 @@ def _fmt(value: float, unit: str) -> str:
     if unit == "tokens":
         return f"{value:,.0f}"
     if unit == "USD":
-        return f"${value:.4g}"
+        return usd_text(value)
     if unit == "s":
         return f"{value:.3g} s"
     return f"{value:.4g}"

@@ -47,6 +47,7 @@ from ._cost_loops import (
 from ._drift import DriftReport, NumericDriftDetector
 from ._fitted import check_duration, check_positive_int
 from ._messages import messages_text
+from ._row_time import row_time_text
 from ._text_drift import TextDriftDetector, TextDriftReport
 
 logger = logging.getLogger("infersight.detectors")
@@ -380,7 +381,7 @@ class WindowedRunner:
                 notes.append(f"{report.detector} route {route!r} {hour}: {report.reason}")
             for d in report.detections():
                 rows.append({
-                    "project": project, "ts": _ts(cur_start), "trace_id": "", "span_id": "", "service": "",
+                    "project": project, "ts": row_time_text(cur_start), "trace_id": "", "span_id": "", "service": "",
                     "tenant": "", "route": route, "model": "", "detector": d.detector, "version": d.version,
                     "label": d.label, "score": d.score, "evidence": d.evidence,
                 })
@@ -497,7 +498,7 @@ def _call(row: Mapping[str, Any], prompt: str) -> LLMCall:
 def _span_row(project: str, finding: SpanFinding) -> dict[str, Any]:
     call, d = finding.call, finding.detection
     return {
-        "project": project, "ts": _ts(call.ts_ns), "trace_id": call.trace_id, "span_id": call.span_id,
+        "project": project, "ts": row_time_text(call.ts_ns), "trace_id": call.trace_id, "span_id": call.span_id,
         "service": call.service, "tenant": call.tenant, "route": call.route, "model": call.model,
         "detector": d.detector, "version": d.version, "label": d.label, "score": d.score, "evidence": d.evidence,
     }
@@ -525,8 +526,3 @@ def _td_ns(delta: timedelta) -> int:
 
 def _floor(ns: int, unit: int) -> int:
     return ns - ns % unit
-
-
-def _ts(ns: int) -> str:
-    # Unix seconds with ten digits, as the collector writes Timestamp: independent of time zones.
-    return f"{ns // 1_000_000_000:010d}.{ns % 1_000_000_000:09d}"

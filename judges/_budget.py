@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infersight.collector.store import Store
+from infersight.collector.store import Store, usd_text
 
 from ._client import Judge
 from ._records import PURPOSE_SAMPLE, spend_today
@@ -123,11 +123,11 @@ class BudgetTracker:
             return ""
         if self._uncosted:
             self._warn_uncosted()
-            return (f"{self._uncosted} answered judge calls today have no known cost, so the ${b.max_usd:g} cap "
+            return (f"{self._uncosted} answered judge calls today have no known cost, so the {usd_text(b.max_usd)} cap "
                     "cannot be checked")
         limit = b.max_usd * share
         if self.usd >= limit or self.usd + (self._in_flight + 1) * self._average_usd() > limit:
-            return f"${self.usd:.4f} of ${b.max_usd:g} spent today" + _paced_note(share, now_s)
+            return f"{usd_text(self.usd)} of {usd_text(b.max_usd)} spent today" + _paced_note(share, now_s)
         return ""
 
     def _warn_uncosted(self) -> None:
@@ -135,9 +135,9 @@ class BudgetTracker:
             self._warned_uncosted = True
             logger.warning(
                 "project %r: %d judge calls today were answered with no known cost, so the daily dollar cap "
-                "($%g) cannot be checked; sampled judging stops until 00:00 UTC. Give the judge's price "
+                "(%s) cannot be checked; sampled judging stops until 00:00 UTC. Give the judge's price "
                 "(--judge-price-input-mtok and --judge-price-output-mtok) or turn the dollar cap off.",
-                self.project, self._uncosted, self.budget.max_usd,
+                self.project, self._uncosted, usd_text(self.budget.max_usd),
             )
 
     def settle(self, calls: int, cost_usd: float | None, *, answered: bool = True) -> None:
@@ -168,7 +168,7 @@ def _paced_note(share: float, now_s: float) -> str:
 def unpriced_judge_message(model: str, max_usd: float, *, give_price: str, no_cap: str) -> str:
     """Why a judge with no known price cannot run under a dollar cap, and the two ways out."""
     return (f"The judge model {model!r} has no known price (genai-prices lacks it), so the daily dollar cap "
-            f"(${max_usd:g}) could not be enforced. Give its price with {give_price} (USD per million tokens; "
+            f"({usd_text(max_usd)}) could not be enforced. Give its price with {give_price} (USD per million tokens; "
             f"0 and 0 for a free self-hosted model), or turn the dollar cap off with {no_cap} "
             "(the call cap still holds).")
 

@@ -383,14 +383,16 @@ def gate_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, s
 @_store_options
 def spend_command(since: str, data_dir: Path, project: str) -> None:
     """The judge's own spend per day, model and purpose (sampled judging vs panels)."""
+    from infersight.collector.store import usd_text
+
     from ._records import judge_spend
 
     since_ns = _since_ns(since)
     with _store(data_dir) as store:
         rows = judge_spend(store, project, since_ns)
-    click.echo(f"{'DAY':<12}{'JUDGE MODEL':<28}{'PURPOSE':<9}{'CALLS':>7}{'SCORED':>8}{'FAILED':>8}{'COST USD':>12}")
+    click.echo(f"{'DAY':<12}{'JUDGE MODEL':<28}{'PURPOSE':<9}{'CALLS':>7}{'SCORED':>8}{'FAILED':>8}{'COST':>12}")
     for r in rows:
-        cost = f"{float(r['usd']):.4f}" + ("*" if int(r["uncosted_calls"]) else "")
+        cost = usd_text(float(r["usd"])) + ("*" if int(r["uncosted_calls"]) else "")
         click.echo(f"{r['day']:<12}{r['judge_model']:<28}{r['purpose']:<9}{int(r['calls']):>7}"
                    f"{int(r['scored']):>8}{int(r['failed']):>8}{cost:>12}")
     if any(int(r["uncosted_calls"]) for r in rows):

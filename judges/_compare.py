@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from infersight.collector.store import Store
+from infersight.collector.store import Store, usd_text
 
 from . import _records
 from ._client import Judge
@@ -82,7 +82,7 @@ class Comparison:
             f"without a baseline output {self.missing_baseline}, without a candidate output {self.missing_candidate}, "
             f"judge failures {self.judge_failures}, rubric not applicable {self.not_applicable}",
             f"judge {self.judge_model}, rubric {self.rubric_id} v{self.rubric_version}"
-            f" ({self.reused_scores} scores reused, {self.report.scored} new, ${self.report.cost_usd:.4f})",
+            f" ({self.reused_scores} scores reused, {self.report.scored} new, {usd_text(self.report.cost_usd)})",
             f"baseline {self.baseline_version}: mean {self.baseline_mean:.3f}    "
             f"candidate {self.candidate_version}: mean {self.candidate_mean:.3f}",
             f"difference (candidate - baseline): {self.mean_diff:+.3f}  "

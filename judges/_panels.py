@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from infersight.collector.store import Store, encode_rows
+from infersight.detectors import row_time_text
 
 from ._content import input_key, messages_from_json, messages_to_json
 from ._errors import PanelError
-from ._records import ts_text
 from ._sampler import load_content
 from ._types import JUDGE_ROUTE, Message, SampledSpan
 
@@ -144,7 +144,7 @@ def create_panel(store: Store, project: str, route: str, size: int, *, since_ns:
     if _panel_exists(store, project, panel_id):
         raise PanelError(f"panel {panel_id!r} already exists in project {project!r}; panels are never changed")
     store.insert("judge_panels", encode_rows([{
-        "project": project, "panel_id": panel_id, "route": route, "created": ts_text(created_ns),
+        "project": project, "panel_id": panel_id, "route": route, "created": row_time_text(created_ns),
         "size": len(items), "items": json.dumps([i.to_json() for i in items], ensure_ascii=False),
     }]))
     return Panel(panel_id, project, route, created_ns, items)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from infersight.collector.store import Store, encode_rows
+from infersight.detectors import row_time_text
 
 from ._rubrics import Rubric
 from ._types import SampledSpan, Verdict
@@ -21,11 +22,6 @@ _CHUNK = 2000
 T = TypeVar("T")
 
 
-def ts_text(unix_ns: int) -> str:
-    """A Unix-nanosecond time as ClickHouse reads it for DateTime64 in JSONEachRow."""
-    return f"{unix_ns // 1_000_000_000:010d}.{unix_ns % 1_000_000_000:09d}"
-
-
 def chunks(values: Sequence[T], size: int = _CHUNK) -> Iterable[Sequence[T]]:
     for start in range(0, len(values), size):
         yield values[start:start + size]
@@ -35,8 +31,8 @@ def score_row(span: SampledSpan, rubric: Rubric, verdict: Verdict, source: str,
               judged_at_ns: int | None = None) -> dict[str, Any]:
     return {
         "project": span.project,
-        "ts": ts_text(span.ts_ns),
-        "judged_at": ts_text(judged_at_ns if judged_at_ns is not None else time.time_ns()),
+        "ts": row_time_text(span.ts_ns),
+        "judged_at": row_time_text(judged_at_ns if judged_at_ns is not None else time.time_ns()),
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "tenant": span.tenant,
@@ -59,7 +55,7 @@ def call_row(span: SampledSpan, rubric: Rubric, judge_model: str, purpose: str, 
              latency_s: float = 0.0, error: str = "", ts_ns: int | None = None) -> dict[str, Any]:
     return {
         "project": span.project,
-        "ts": ts_text(ts_ns if ts_ns is not None else time.time_ns()),
+        "ts": row_time_text(ts_ns if ts_ns is not None else time.time_ns()),
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "judge_model": judge_model,

@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.collector.store import Store
+from infersight.collector.store import Store, usd_text
 
 from . import _records
 from ._budget import Budget, BudgetTracker, require_price
@@ -133,7 +133,7 @@ class RunReport:
                             ("rubric render errors", self.render_errors)):
             if value:
                 parts.append(f"{value} {name}")
-        parts.append(f"{self.calls} judge calls, ${self.cost_usd:.4f}")
+        parts.append(f"{self.calls} judge calls, {usd_text(self.cost_usd)}")
         if self.stopped:
             detail = f" ({self.budget_refusal})" if self.stopped == "budget" and self.budget_refusal else ""
             parts.append(f"stopped early: {self.stopped}{detail}")

@@ -21,7 +21,7 @@ from ._guard import record_failure
 
 SCOPE = "infersight.sdk"
 # The operations of kind ``llm`` in the collector's one table (store/_kinds.py), which the SDK
-# cannot import; tests/sdk/test_processor_operations.py fails when the two differ.
+# cannot import; tests/sdk/test_pricing_estimates.py fails when the two differ.
 LLM_OPERATIONS = frozenset({"chat", "completion", "generate_content", "text_completion"})
 
 

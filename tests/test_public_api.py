@@ -48,8 +48,8 @@ EXPECTED = {
         "DriftReport", "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
         "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SchemaCheck", "SpanFinding", "SpanText",
         "TermShift", "TextDriftDetector", "TextDriftReport", "TruncationDetector", "WindowedRun",
-        "WindowedRunner", "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "run_inline",
-        "schema_check",
+        "WindowedRunner", "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "row_time_day",
+        "row_time_ns", "row_time_text", "run_inline", "schema_check", "usd_text",
     ],
 }
 

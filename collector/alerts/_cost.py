@@ -79,6 +79,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from ..store import usd_text
 from ._model import BREACH, CLEAR, COST_ANOMALY, HOLD, Alert, Verdict
 from ._unit_cost import RECENT, Key, UnitShift
 
@@ -345,12 +346,12 @@ def _z_beyond(alpha: float) -> float:
 
 def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None) -> Alert:
     project, dimension, value = key
-    usual = f"{actual / expected:.1f}x the usual ${expected:,.2f}" if expected > 0 else "usually nothing"
+    usual = f"{actual / expected:.1f}x the usual {usd_text(expected)}" if expected > 0 else "usually nothing"
     dearer = (f"; a request cost {unit_ratio:.1f}x its usual"
               if unit_ratio is not None and unit_ratio >= MENTION_DEARER_FACTOR else "")
     return Alert(
         name=COST_ANOMALY, labels={"project": project, dimension: value},
-        summary=f"{dimension} {value} spent ${actual:,.2f} in the last hour, {usual}{dearer}"
+        summary=f"{dimension} {value} spent {usd_text(actual)} in the last hour, {usual}{dearer}"
                 f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from ..store import LLM, Store
+from ..store import LLM, Store, usd_text
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
 from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
@@ -237,7 +237,8 @@ def _drivers(store: Store, key: Key, now: datetime) -> str:
              "week": _ts(now - timedelta(weeks=1, hours=1)), "week_end": _ts(now - timedelta(weeks=1))},
         )
         drivers = [
-            f"{r['value'] or '(none)'} ${float(r['now_usd']):,.2f} (${float(r['before_usd']):,.2f} a week earlier)"
+            f"{r['value'] or '(none)'} {usd_text(float(r['now_usd']))}"
+            f" ({usd_text(float(r['before_usd']))} a week earlier)"
             for r in rows if float(r["now_usd"]) > float(r["before_usd"])
         ]
         if drivers:

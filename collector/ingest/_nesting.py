@@ -52,10 +52,9 @@ from typing import Any
 
 import orjson
 
-from infersight.detectors import prompt_hash
+from infersight.detectors import prompt_hash, row_time_ns
 
 from ..store import LLM, kind_of
-from ._times import ts_ns
 
 SAME_CALL_AS = "infersight.same_call_as"
 SDK_PARENT_LLM_SPAN = "infersight.parent_llm_span"
@@ -165,7 +164,7 @@ def _call(row: dict[str, Any]) -> _Call | None:
     attrs = row["SpanAttributes"]
     if kind_of(attrs.get("gen_ai.operation.name", "")) != LLM or attrs.get(SDK_PARENT_LLM_SPAN):
         return None
-    start = ts_ns(row["Timestamp"])
+    start = row_time_ns(row["Timestamp"])
     tokens = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
     return _Call(
         row["TraceId"], row["SpanId"], row["ParentSpanId"], start, start + int(row["Duration"]),

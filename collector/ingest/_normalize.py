@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 
+from infersight.detectors import row_time_ns
 from infersight.sdk import classify_error
 
 from ..store import LLM, kind_of, operation_of
-from ._times import ts_ns
 
 OPERATION = "gen_ai.operation.name"
 TTFT_S = "gen_ai.response.time_to_first_chunk"
@@ -219,7 +219,7 @@ def _loads(text: str) -> Any:
 def _add_ttft(attrs: dict[str, str], row: Mapping[str, Any]) -> None:
     for name, at in zip(row["Events.Name"], row["Events.Timestamp"], strict=False):
         if name in _FIRST_CHUNK_EVENTS:
-            attrs[TTFT_S] = repr(max(ts_ns(at) - ts_ns(row["Timestamp"]), 0) / 1e9)
+            attrs[TTFT_S] = repr(max(row_time_ns(at) - row_time_ns(row["Timestamp"]), 0) / 1e9)
             return
 
 

@@ -18,12 +18,13 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from infersight.detectors import row_time_day, row_time_text
+
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
 from ._nesting import mark_same_calls
 from ._normalize import normalize
-from ._times import ts_day, ts_text
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -200,7 +201,7 @@ def _outside(start: int, bounds: tuple[int, int], window: IngestWindow) -> str |
 
 def day_range(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
     """First and last day (since 1970-01-01, UTC) of ``rows``' ``Timestamp``, as :func:`to_rows` writes it."""
-    days = [ts_day(row["Timestamp"]) for row in rows]
+    days = [row_time_day(row["Timestamp"]) for row in rows]
     return min(days), max(days)
 
 
@@ -233,7 +234,7 @@ _NO_LINKS: dict[str, list[Any]] = {
 
 def _events(events: Any) -> dict[str, list[Any]]:
     return {
-        "Events.Timestamp": [ts_text(e.time_unix_nano) for e in events],
+        "Events.Timestamp": [row_time_text(e.time_unix_nano) for e in events],
         "Events.Name": [e.name for e in events],
         "Events.Attributes": [_attributes(e.attributes) for e in events],
     }
@@ -290,7 +291,7 @@ def to_rows(
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
                 rows.append(
                     {
-                        "Timestamp": ts_text(start),
+                        "Timestamp": row_time_text(start),
                         "TraceId": span.trace_id.hex(),
                         "SpanId": span.span_id.hex(),
                         "ParentSpanId": span.parent_span_id.hex(),

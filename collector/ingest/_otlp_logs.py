@@ -25,11 +25,12 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
+from infersight.detectors import row_time_text
+
 from .._settings import IngestWindow
 from ..errors import BadRequest
 from ._normalize import finish_reasons_json
 from ._otlp import PROTOBUF, _any_to_python, _attributes
-from ._times import ts_text
 
 # Event names that belong to a model call: the GenAI conventions' and the first-chunk events
 # other packages record (which give TTFT when they come as log records).
@@ -119,7 +120,7 @@ def event_rows(
                 attributes = _attributes(record.attributes)
                 body = _any_to_python(record.body) if record.HasField("body") else None
                 rows.append({
-                    "project": project, "ts": ts_text(at), "trace_id": record.trace_id.hex(),
+                    "project": project, "ts": row_time_text(at), "trace_id": record.trace_id.hex(),
                     "span_id": record.span_id.hex(), "service": service, "event_name": name,
                     "attributes": attributes, "body": "" if body is None else orjson.dumps(body).decode(),
                     "finish_reasons": _finish_reasons(name, attributes, body),

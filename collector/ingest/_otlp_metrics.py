@@ -12,6 +12,8 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
+from infersight.detectors import row_time_text
+
 from .._settings import IngestWindow
 from ..errors import BadRequest
 from ._otlp import PROTOBUF
@@ -82,7 +84,7 @@ def queue_rows(
                     key = (service, instance, queue, point.time_unix_nano)
                     row = merged.setdefault(key, {
                         "project": project, "service": service, "queue": queue, "instance": instance,
-                        "ts": f"{point.time_unix_nano // 10**9:010d}.{point.time_unix_nano % 10**9 // 10**6:03d}",
+                        "ts": row_time_text(point.time_unix_nano),
                         "depth": 0.0, "oldest_age_s": None,
                     })
                     row["depth" if metric.name == QUEUE_DEPTH else "oldest_age_s"] = value

@@ -182,7 +182,7 @@ def _detection_key(line: bytes) -> SpanKey | None:
 
 
 def _ns(stamp: str) -> int:
-    # ten digits of seconds, a dot, nine of nanoseconds (ingest/_times.ts_text)
+    # ten digits of seconds, a dot, nine of nanoseconds, as detectors.row_time_text writes them
     seconds, _, fraction = stamp.partition(".")
     return int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0")[:9] or 0)
 

@@ -11,6 +11,8 @@ importing it does not import FastAPI, the app or the CLI.
 
 from __future__ import annotations
 
+from infersight.detectors import usd_text  # the one text form of money, served beside the sums
+
 from ..errors import DataDirLocked, StoreError
 from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
@@ -19,7 +21,7 @@ from ._clickhouse import ClickHouseStore
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
-from ._money import UNPRICED, spend_of, spend_sql, usd, usd_text
+from ._money import UNPRICED, spend_of, spend_sql, usd
 from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements

@@ -1,5 +1,6 @@
 """Money and token counts as every surface reads them: summed exactly, split by what is known,
-and written as text by one function.
+and written as text by one function, ``usd_text`` (``infersight.detectors``, served by this
+package too).
 
 Each LLM call's cost is one of four things:
 
@@ -18,14 +19,13 @@ Costs are summed as ``Decimal128(12)`` (picodollars), not floats: a float sum de
 of its terms, and gpt-4o-mini's prices ($0.15 and $0.60 a million tokens) put totals on a half
 cent-digit often enough that two surfaces summing the same calls in another order showed $0.000505
 and $0.000506. Exact sums are the same whatever the order or the source (raw rows or rollups), and
-:func:`usd_text` rounds them once.
+``usd_text`` rounds them once.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 USD_SCALE = 12
@@ -112,40 +112,3 @@ def spend_of(row: Mapping[str, Any]) -> dict[str, Any]:
 def usd(total: Decimal | str | float, calls: int) -> float | None:
     """An exact money sum of ``calls`` calls as served: a float, ``None`` when no call is in it."""
     return float(Decimal(str(total))) if calls else None
-
-
-def usd_text(
-    value: float | Decimal | None, unpriced_calls: int = 0, estimated_usd: float | Decimal | None = None
-) -> str:
-    """Money as every surface shows it: cents from $1 up, three significant digits below (a
-    $0.000012 call must not read "$0.0000"), rounded once, half up, from the exact value.
-
-    Known cost first, then what is not in it: "$0.0012 + $0.00030 estimated + 2 unpriced".
-    Nothing known reads "unpriced" (calls of unknown cost) or "–" (no call to price), never $0.
-    """
-    parts = []
-    if value is not None and _finite(value):
-        parts.append(_dollars(value))
-    if estimated_usd is not None and _finite(estimated_usd):
-        parts.append(f"{_dollars(estimated_usd)} estimated")
-    if unpriced_calls:
-        parts.append(f"{unpriced_calls:,} unpriced" if parts else "unpriced")
-    return " + ".join(parts) if parts else "–"
-
-
-def _finite(value: float | Decimal) -> bool:
-    return value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
-
-
-def _dollars(value: float | Decimal) -> str:
-    # repr is the shortest text of the float nearest the exact sum: the sum itself.
-    exact = value if isinstance(value, Decimal) else Decimal(repr(float(value)))
-    if exact == 0:
-        return "$0"
-    if abs(exact) >= 1:
-        return f"${exact.quantize(Decimal('0.01'), ROUND_HALF_UP):,}"
-    places = max(4, 2 - exact.adjusted())
-    rounded = exact.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
-    if rounded.adjusted() > exact.adjusted():  # 0.0009995 -> 0.001000: keep three digits
-        rounded = exact.quantize(Decimal(1).scaleb(-places + 1), ROUND_HALF_UP)
-    return f"${rounded:f}"

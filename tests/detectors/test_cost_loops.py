@@ -16,6 +16,7 @@ from infersight.detectors import (
     LLMCall,
     NotFittedError,
     prompt_hash,
+    usd_text,
 )
 
 from .corpora import call_corpus
@@ -177,7 +178,7 @@ def test_a_whole_document_in_the_prompt_is_stuffing_with_its_excess_cost(support
     assert f"x the route's median {support_route.median_:,.0f} (threshold " in finding.detection.evidence
     # gpt-4o-mini input costs $0.15 per million tokens: ~59,100 excess tokens ~ $0.0089.
     assert finding.cost_usd == pytest.approx((60_000 - support_route.median_) * 0.15e-6, rel=1e-3)
-    assert "excess $0.0089" in finding.detection.evidence
+    assert f"excess {usd_text(finding.cost_usd)}" in finding.detection.evidence  # $0.00887, as pages write it
     assert 0.8 < finding.detection.score < 1
 
 
@@ -199,13 +200,13 @@ def test_without_a_price_function_the_excess_is_bounded_by_the_calls_own_cost(su
     unpriced = ContextStuffingDetector().fit([900] * 300)
     [finding] = unpriced.detect([stuffed(1, 60_000, cost_usd=0.01)])
     assert finding.cost_usd == pytest.approx(0.01 * (60_000 - 900) / 60_000)
-    assert "excess ≤ $0.0098" in finding.detection.evidence
+    assert "excess ≤ $0.00985" in finding.detection.evidence
 
 
 def test_an_unknown_model_gets_an_upper_bound_from_the_calls_own_cost(support_route):
     [finding] = support_route.detect([stuffed(1, 50_000, model="in-house-llm", provider="", cost_usd=0.5)])
     assert finding.cost_usd == pytest.approx(0.5 * (50_000 - support_route.median_) / 50_000)
-    assert "excess ≤ $0.49" in finding.detection.evidence
+    assert "excess ≤ $0.4911" in finding.detection.evidence
 
 
 def test_a_route_without_enough_reference_is_not_judged():

@@ -130,7 +130,7 @@ def test_a_dollar_cap_is_paced_too(judge_store, project):
     # $1.20 a day at $0.002 a call is 600 calls; by 06:00 the pace allows 600 * (1/24 + 23/24 * 6/24).
     assert report.scored == 168
     assert report.cost_usd <= 1.2 * budget.share(clock.now_s)
-    assert "of $1.2 spent today (paced" in report.budget_refusal
+    assert "of $1.20 spent today (paced" in report.budget_refusal
 
 
 def test_a_quiet_morning_leaves_its_share_to_the_afternoon(judge_store, project):
