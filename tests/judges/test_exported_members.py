@@ -12,7 +12,7 @@ EXPECTED = [
     "TransientJudgeError", "Verdict", "background_options", "compare", "create_panel", "gate",
     "judge_cli", "judge_loop_from", "judge_settings", "judge_spend", "list_panels",
     "load_panel", "load_rubrics", "lock_rubrics", "paired_bootstrap", "parse_verdict", "recent_scores",
-    "scores_summary", "trace_fraction",
+    "router", "scores_summary", "trace_fraction",
 ]
 
 
