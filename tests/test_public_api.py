@@ -28,9 +28,9 @@ EXPECTED = {
         "summary", "usd", "usd_text",
     ],
     alerts: [
-        "Alert", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
-        "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
-        "WebhookNotifier", "history",
+        "Alert", "AlertmanagerNotifier", "BREACH", "BUCKETS", "BUCKET_S", "CLEAR", "CostRule", "ErrorRateRule",
+        "Evaluation", "Evaluator", "EvaluatorConfig", "HOLD", "Notifier", "NotifierError", "QueueRule",
+        "ServiceMemory", "ServiceWindow", "SlackNotifier", "Verdict", "WebhookNotifier", "history",
     ],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
