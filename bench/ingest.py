@@ -41,7 +41,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 HOST = "127.0.0.1"  # never send anywhere else
 INFERSIGHT = str(Path(sys.executable).with_name("infersight"))  # this venv's console script
-TARGET_SPANS_PER_S = 20_000  # the target
+TARGET_SPANS_PER_S = 20_000  # the collector's target
 CLIENT_THREADS = 4
 BODY_POOL = 8  # bodies per batch size, reused round-robin, each time with new ids (see _fresh_ids)
 # Every trace id of a pooled body starts with these 8 bytes; each request replaces them with a
@@ -566,7 +566,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Collector OTLP ingest throughput.")
     parser.add_argument("--quick", action="store_true", help="a few seconds per batch size")
     parser.add_argument("--batch", type=int, action="append",
-                        help="spans per request (repeatable); default 512, the issue's load")
+                        help="spans per request (repeatable); default 512, the target load")
     parser.add_argument("--decode-workers", type=int, help="passed to the collector (default: its own)")
     parser.add_argument("--content", choices=("no", "yes", "both"), default="both",
                         help="spans without content, with content, or one load of each (default)")

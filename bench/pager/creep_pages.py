@@ -9,7 +9,7 @@ Each draw is one service's traffic in 10-second buckets, made as ``outage_window
 creep to 4x it for 1 or 3 hours, then an hour of the usual ratio. The rule is asked every minute
 through ``ServiceMemory``, as the evaluator asks it, and an alert resolves once its verdict has
 been clear for the evaluator's ``clear_for`` (as ``Evaluator`` does). Per case: the share of
-creeps paged, pages per paged creep (the issue asks for one), minutes to the first page, and
+creeps paged, pages per paged creep (the target is one), minutes to the first page, and
 minutes from the end to the resolve (negative: the alert resolved while the creep went on).
 ``--before`` keeps only an outage's minutes from paging again, as the rule did before 12ee945.
 """

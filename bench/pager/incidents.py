@@ -80,7 +80,7 @@ LIBRARY = (
 def burst_outages(seed: int, ratio: float = 0.2, minutes: int = 5) -> list[tuple[str, datetime, datetime]]:
     """(service, start, end) of the final week's outages that provider bursts made by chance:
     bursts that overlap or follow each other keep a provider failing ``ratio`` or more for
-    ``minutes`` or longer, an outage by the issue's own measure (it must page within 5 minutes),
+    ``minutes`` or longer, an outage by the pager's own target (it must page within 5 minutes),
     on every service of that provider. The same in both twins: bursts are drawn from the seed."""
     bursts = pt.Traffic("", seed, 1.0).bursts
     first = int((FINAL - pt.START).total_seconds() // 60)

@@ -9,7 +9,7 @@ minute's error probability, and a failed attempt is retried (at most twice, 1-3 
 the time). The cases, at several request rates:
 
 - **outage**: 20% or 30% of attempts fail from an onset on; the table gives the share of draws
-  paged within 5 minutes of the onset (the issue's target), within 8, and the median minute of
+  paged within 5 minutes of the onset (the target), within 8, and the median minute of
   the first page;
 - **one burst**, **two bursts** 2-5 minutes apart (start to start, so some overlap) and **two
   bursts with 1-3 minutes between** (end to start), each 0.5-2.5 minutes with 30-90% failing, as

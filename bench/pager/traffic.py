@@ -17,7 +17,7 @@ What is in it, and why each part is there (each is a way a pager cries wolf or s
   (sawtooth) and drained by 4 consumers; depth and oldest-item age reported once a minute per
   instance, as the SDK's ``watch_queue`` gauges would be.
 
-Volume: the issue's shape is 1.6M spans a week; ``scale`` multiplies every rate (the default
+Volume: the target shape is 1.6M spans a week; ``scale`` multiplies every rate (the default
 0.25 keeps a 5-week, 10-project run within minutes on 2 cores). Fewer calls per minute make both
 false pages and missed incidents *more* likely, so a scaled-down run is the harder test.
 """
