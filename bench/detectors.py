@@ -6,7 +6,7 @@
 Prints markdown tables for BENCHMARKS.md:
 
 1. Inline detectors per span on 1 KB and 16 KB outputs: repetition + JSON together (the
-   issue's target: under 100 µs per KB), on prose (JSON not expected: the JSON detector returns
+   target: under 100 µs per KB), on prose (JSON not expected: the JSON detector returns
    at once), on JSON with ``expect_json`` and on a looping answer; and all four inline detectors
    (``run_inline``) for comparison.
 2. Drift evaluation time for 10,000 vs 10,000 requests: numeric (fit = calibration, detect),

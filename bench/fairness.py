@@ -28,7 +28,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,7 +36,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import httpx
-from ingest import Collector, _wait_until, build_body
+from ingest import INFERSIGHT, Collector, build_body, wait_until
 
 CANARY_INTERVAL_S = 0.1
 WARMUP_S = 1.0  # the flood runs this long before the canary starts, so its queue is full
@@ -161,8 +160,7 @@ def run_flood(c: Collector, canary_key: str, flood_key: str, flood: Flood | None
 
 def _project_key(data_dir: Path, project: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "infersight.collector._cli", "keys", "create", "--project", project,
-         "--data-dir", str(data_dir)],
+        [INFERSIGHT, "keys", "create", "--project", project, "--data-dir", str(data_dir)],
         capture_output=True, text=True, check=True,
     )
     return done.stdout.splitlines()[0].strip()
@@ -178,7 +176,7 @@ def run(seconds: float, floods: tuple[Flood, ...]) -> list[Row]:
         rows = [run_flood(collector, collector.key, flood_key, None, seconds)]
         for flood in floods:
             rows.append(run_flood(collector, collector.key, flood_key, flood, seconds))
-            _wait_until(lambda: collector is not None and collector.metric("spool_rows") == 0, 180)
+            wait_until(lambda: collector is not None and collector.metric("spool_rows") == 0, 180)
         rows.append(run_flood(collector, collector.key, flood_key, None, seconds))
         return rows
     finally:

@@ -39,10 +39,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, Instr
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from infersight.collector._server import CollectorProcess
-
 HOST = "127.0.0.1"  # never send anywhere else
-TARGET_SPANS_PER_S = 20_000  # the issue's target
+INFERSIGHT = str(Path(sys.executable).with_name("infersight"))  # this venv's console script
+TARGET_SPANS_PER_S = 20_000  # the collector's target
 CLIENT_THREADS = 4
 BODY_POOL = 8  # bodies per batch size, reused round-robin, each time with new ids (see _fresh_ids)
 # Every trace id of a pooled body starts with these 8 bytes; each request replaces them with a
@@ -56,7 +55,7 @@ _MODELS = (("openai", "gpt-4o-mini", 0.15, 0.60), ("openai", "gpt-4o", 2.5, 10.0
 _ROUTES = ("support.answer", "search.summarize", "billing.explain")
 
 
-def _kv(key: str, value: str | int | float | list[str]) -> KeyValue:
+def kv(key: str, value: str | int | float | list[str]) -> KeyValue:
     if isinstance(value, bool):
         raise TypeError("no bool attributes here")
     if isinstance(value, int):
@@ -90,27 +89,27 @@ def _span(rng: random.Random, now_ns: int, content: bool = False) -> Span:
     start = now_ns - rng.randint(1, 60_000) * 1_000_000  # within the last minute
     error = rng.random() < 0.02
     attributes = [
-        _kv("gen_ai.operation.name", "chat"),
-        _kv("gen_ai.provider.name", provider),
-        _kv("gen_ai.request.model", model),
-        _kv("gen_ai.response.model", model),
-        _kv("gen_ai.usage.input_tokens", tokens_in),
-        _kv("gen_ai.usage.output_tokens", tokens_out),
-        _kv("gen_ai.response.finish_reasons", ["length" if tokens_out == 800 else "stop"]),
-        _kv("infersight.tenant.id", rng.choice(_TENANTS)),
-        _kv("infersight.user.id", f"u-{rng.randint(1, 5000)}"),
-        _kv("infersight.route", rng.choice(_ROUTES)),
-        _kv("infersight.cost.usd", (tokens_in * in_price + tokens_out * out_price) / 1e6),
-        _kv("infersight.cost.source", f"genai-prices:{provider}/{model}"),
+        kv("gen_ai.operation.name", "chat"),
+        kv("gen_ai.provider.name", provider),
+        kv("gen_ai.request.model", model),
+        kv("gen_ai.response.model", model),
+        kv("gen_ai.usage.input_tokens", tokens_in),
+        kv("gen_ai.usage.output_tokens", tokens_out),
+        kv("gen_ai.response.finish_reasons", ["length" if tokens_out == 800 else "stop"]),
+        kv("infersight.tenant.id", rng.choice(_TENANTS)),
+        kv("infersight.user.id", f"u-{rng.randint(1, 5000)}"),
+        kv("infersight.route", rng.choice(_ROUTES)),
+        kv("infersight.cost.usd", (tokens_in * in_price + tokens_out * out_price) / 1e6),
+        kv("infersight.cost.source", f"genai-prices:{provider}/{model}"),
     ]
     if error:
-        attributes.append(_kv("error.type", "RateLimitError"))
+        attributes.append(kv("error.type", "RateLimitError"))
     if content:  # what the SDK sends with content capture on: the detectors read the output
         answer = _text(rng, 400)
         if rng.random() < 0.02:  # a few answers stuck in a loop
             answer = "Let me check. " + "I will retry the lookup and report back. " * 12
-        attributes += [_kv("gen_ai.input.messages", _messages("user", _text(rng, 1000))),
-                       _kv("gen_ai.output.messages", _messages("assistant", answer))]
+        attributes += [kv("gen_ai.input.messages", _messages("user", _text(rng, 1000))),
+                       kv("gen_ai.output.messages", _messages("assistant", answer))]
     return Span(
         trace_id=_ID_MARK + rng.randbytes(8),
         span_id=rng.randbytes(8),
@@ -132,8 +131,8 @@ def build_body(spans: int, seed: int, content: bool = False) -> bytes:
     """One serialized ExportTraceServiceRequest, shaped like the SDK's exporter sends it."""
     rng = random.Random(seed)
     now = time.time_ns()
-    service = Resource(attributes=[_kv("service.name", "support-bot"), _kv("service.version", "1.4.2"),
-                                   _kv("telemetry.sdk.language", "python")])
+    service = Resource(attributes=[kv("service.name", "support-bot"), kv("service.version", "1.4.2"),
+                                   kv("telemetry.sdk.language", "python")])
     scope = InstrumentationScope(name="infersight.sdk", version="0.1.0")
     request = ExportTraceServiceRequest(resource_spans=[
         ResourceSpans(resource=service, scope_spans=[
@@ -181,9 +180,8 @@ class Collector:
 
     def __init__(self, data_dir: Path, extra_args: tuple[str, ...] = ()) -> None:
         self.key = _create_key(data_dir)
-        self.process = CollectorProcess(data_dir, _free_port(), extra_args=extra_args).start()
-        assert self.process.process is not None
-        self.pid = self.process.process.pid
+        self.process = CollectorChild(data_dir, free_port(), extra_args)
+        self.pid = self.process.pid
         self.url = self.process.url
         self.auth = {"authorization": f"Bearer {self.key}"}
         # trust_env=False: a proxy from the environment must never see this traffic.
@@ -279,14 +277,47 @@ def _thread_category(is_server: bool, thread_name: str) -> str:
 def _create_key(data_dir: Path) -> str:
     # The documented CLI, as an operator would; the key is the first line of its stdout.
     done = subprocess.run(
-        [sys.executable, "-m", "infersight.collector._cli", "keys", "create", "--project", PROJECT,
-         "--data-dir", str(data_dir)],
+        [INFERSIGHT, "keys", "create", "--project", PROJECT, "--data-dir", str(data_dir)],
         capture_output=True, text=True, check=True,
     )
     return done.stdout.splitlines()[0].strip()
 
 
-def _free_port() -> int:
+class CollectorChild:
+    """``infersight collector`` started as an operator starts it, in a child process; ready once
+    ``/healthz`` answers."""
+
+    def __init__(self, data_dir: Path, port: int, extra_args: tuple[str, ...] = (), timeout_s: float = 60.0) -> None:
+        self.url = f"http://{HOST}:{port}"
+        self.process = subprocess.Popen([INFERSIGHT, "collector", "--port", str(port), "--data-dir", str(data_dir),
+                                         *extra_args])
+        self.pid = self.process.pid
+        ready = wait_until(self._ready, timeout_s)
+        if ready is None:
+            self.stop()
+            raise TimeoutError(f"the collector did not answer within {timeout_s} s (exit code {self.process.poll()})")
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the collector exited with code {self.process.returncode}")
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1, trust_env=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM, as a clean shutdown; SIGKILL if it has not ended within ``timeout_s``."""
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
@@ -304,7 +335,7 @@ def load(
 
     warm_up = _fresh_ids(bodies[0], next(_REQUESTS))
     c.http.post(f"{c.url}/v1/traces", content=warm_up, headers=headers).raise_for_status()
-    _wait_until(lambda: c.metric("spool_rows") == 0, drain_timeout_s)
+    wait_until(lambda: c.metric("spool_rows") == 0, drain_timeout_s)
     stored_before = c.stored_spans()
     counter_before = c.metric("spans_stored_total")
     cpu_before, client_before = c.cpu_seconds(), _own_cpu_seconds()
@@ -367,7 +398,7 @@ def load(
     if counter_before is not None and counter_after is not None:
         stored_during = int(counter_after - counter_before)
 
-    drain_s = _wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
+    drain_s = wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
     stored = c.stored_spans() - stored_before
     return IngestResult(batch, content, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
                         latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0), by_place)
@@ -378,7 +409,7 @@ def _own_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None:
+def wait_until(condition: Callable[[], bool], timeout_s: float) -> float | None:
     """Seconds until ``condition()`` held (polled every 50 ms), or None after ``timeout_s``."""
     started = time.monotonic()
     while not condition():
@@ -426,7 +457,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
     reports it and carries on). It opens an embedded store here, which chDB allows once per
     process, so run it last. 20,000 is the largest batch the spool writer merges requests into.
     """
-    from infersight.collector.ingest import Decoder, _otlp, decode_request
+    from infersight.collector.ingest import Decoder, decode_request
     from infersight.collector.spool import Spool
     from infersight.collector.store import ChdbStore
 
@@ -448,7 +479,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                 for _ in range(repeat):
                     fresh = _fresh_ids(body, next(_REQUESTS))
                     t0 = time.perf_counter()
-                    decoded = decode_request(PROJECT, fresh, None, _otlp.PROTOBUF, 1 << 30)
+                    decoded = decode_request(PROJECT, fresh, None, "application/x-protobuf", 1 << 30)
                     assert decoded.entry is not None
                     t1 = time.perf_counter()
                     spool.append(decoded.entry)
@@ -535,7 +566,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Collector OTLP ingest throughput.")
     parser.add_argument("--quick", action="store_true", help="a few seconds per batch size")
     parser.add_argument("--batch", type=int, action="append",
-                        help="spans per request (repeatable); default 512, the issue's load")
+                        help="spans per request (repeatable); default 512, the target load")
     parser.add_argument("--decode-workers", type=int, help="passed to the collector (default: its own)")
     parser.add_argument("--content", choices=("no", "yes", "both"), default="both",
                         help="spans without content, with content, or one load of each (default)")

@@ -31,7 +31,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ingest import Collector, _kv, _wait_until
+from ingest import Collector, kv, wait_until
 
 MIB = 1 << 20
 BODY_LIMIT = 64 * MIB  # the collector's default max_body_bytes
@@ -54,12 +54,12 @@ def _body(spans: int, attribute_bytes: int, seed: int) -> bytes:
     text = ("All work and no play makes a dull prompt. " * (attribute_bytes // 42 + 1))[:attribute_bytes]
     messages = '[{"role":"user","parts":[{"type":"text","content":"' + text + '"}]}]'
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[_kv("service.name", "memory-bench")]),
+        resource=Resource(attributes=[kv("service.name", "memory-bench")]),
         scope_spans=[ScopeSpans(scope=InstrumentationScope(name="bench"), spans=[
             Span(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name="chat gpt-4o-mini", kind=3,
                  start_time_unix_nano=now - 1_000_000, end_time_unix_nano=now,
-                 attributes=[_kv("gen_ai.operation.name", "chat"), _kv("gen_ai.request.model", "gpt-4o-mini"),
-                             _kv("gen_ai.input.messages", messages)])
+                 attributes=[kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", "gpt-4o-mini"),
+                             kv("gen_ai.input.messages", messages)])
             for _ in range(spans)
         ])],
     )])
@@ -146,13 +146,13 @@ def main() -> None:
             started = time.monotonic()
             failed = _send(c, big, threads=4)
             stored += args.big - failed
-            assert _wait_until(lambda: c.stored_spans() >= stored, 600) is not None, "backlog not stored"
+            assert wait_until(lambda: c.stored_spans() >= stored, 600) is not None, "backlog not stored"
             backlog_s = time.monotonic() - started
             after_backlog = peaks.server_mib()
             started = time.monotonic()
             failed_small = _send(c, small, threads=args.small)
             stored += 2000 * (args.small - failed_small)
-            assert _wait_until(lambda: c.stored_spans() >= stored, 600) is not None, "small requests not stored"
+            assert wait_until(lambda: c.stored_spans() >= stored, 600) is not None, "small requests not stored"
             small_s = time.monotonic() - started
         server = peaks.server_mib()
         in_flight = sum(len(b) for b in small) / MIB

@@ -19,12 +19,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ingest import build_body
-
-from infersight.collector._server import CollectorProcess
-from tests.conftest import free_port
+from ingest import CollectorChild, build_body, free_port
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 
@@ -41,13 +37,13 @@ def _spool_rows(url: str) -> int:
     return int(next(line.split()[1] for line in text.splitlines() if line.startswith("infersight_spool_rows ")))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-restart-")) / "data"
     port = free_port()
-    collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+    collector = CollectorChild(data_dir, port, ("--no-auth",))
     _load(collector.url, 200)  # ~100k spans already stored, as after a day of traffic
     ready, exits, drained = [], [], []
     for _ in range(args.rounds):
@@ -55,15 +51,14 @@ def main() -> None:
         collector.stop()
         exits.append(time.perf_counter() - started)
         started = time.perf_counter()
-        collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+        collector = CollectorChild(data_dir, port, ("--no-auth",))
         ready.append(time.perf_counter() - started)
         # Acknowledged, then killed before the writer stored them all.
         _load(collector.url, 40)
-        assert collector.process is not None
         os.kill(collector.process.pid, signal.SIGKILL)
         collector.process.wait()
         started = time.perf_counter()
-        collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+        collector = CollectorChild(data_dir, port, ("--no-auth",))
         while _spool_rows(collector.url):
             time.sleep(0.05)
         drained.append(time.perf_counter() - started)

@@ -1,11 +1,13 @@
 """Run every benchmark, print the tables and rewrite BENCHMARKS.md with them.
 
-    make bench                          # full run (~2-3 min), rewrites BENCHMARKS.md
+    make bench                          # full run (~2-3 min), rewrites its sections of BENCHMARKS.md
     .venv/bin/python bench/run.py --quick               # shorter run, prints only
     .venv/bin/python bench/run.py --quick --output X.md # shorter run, written to X.md
 
-A quick run does not overwrite BENCHMARKS.md by default: its numbers are noisier than the
-committed ones and should not replace them by accident.
+It writes the sections "SDK overhead per call" and "Collector ingest" of BENCHMARKS.md (each with
+the command, machine, date and commit of the run) and keeps every other section as it is. A quick
+run does not overwrite BENCHMARKS.md by default: its numbers are noisier than the committed ones
+and should not replace them by accident.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -146,7 +149,7 @@ def ingest_section(loads: list[ingest.IngestResult], stages: list[ingest.StageCo
             f"functions, median µs per span over {stages[0].repeat} repetitions per size.\n\n"
             f"{ingest.format_stages(stages)}\n\n{stages_sentence(stages)}"
         )
-    return f"""## Collector ingest (`bench/ingest.py`)
+    return f"""## Collector ingest
 
 `infersight collector` as a child process with a fresh data directory and its defaults (one
 decode worker process per core but one, inline detectors on); pre-encoded OTLP
@@ -179,19 +182,20 @@ the decode workers, the server process's Python threads, chDB's insert pipeline 
 """
 
 
-# Sections other scripts write into BENCHMARKS.md by hand (bench/detectors.py, bench/dashboards.py):
-# a rewrite keeps them.
-_OWN_SECTIONS_END = "\n## Detectors"
+# The sections this script writes; the others come from other scripts, pasted by hand, and a
+# rewrite keeps them, as it keeps the file's head.
+_OWN_SECTIONS = ("## SDK overhead per call", "## Collector ingest")
 
 
 def write(output: Path, text: str) -> None:
-    """Write ``text`` to ``output``, keeping what follows the sections this script owns."""
-    kept = ""
+    """Put ``text`` (this script's sections) in ``output`` where its sections were, keeping the rest."""
+    head, sections = "# Benchmarks\n\n", []
     if output.exists():
-        old = output.read_text()
-        at = old.find(_OWN_SECTIONS_END)
-        kept = old[at:] if at >= 0 else ""
-    output.write_text(text.rstrip("\n") + "\n" + kept)
+        head, *sections = re.split(r"(?m)^(?=## )", output.read_text())
+    at = next((i for i, section in enumerate(sections) if section.startswith(_OWN_SECTIONS)), 0)
+    kept = [section for section in sections if not section.startswith(_OWN_SECTIONS)]
+    kept.insert(min(at, len(kept)), text.rstrip("\n") + "\n\n")
+    output.write_text(head + "".join(kept).rstrip("\n") + "\n")
 
 
 def replace_ingest(output: Path, section: str) -> None:
@@ -206,21 +210,18 @@ def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk
            prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult], peer_rows: list[dict],
            loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str) -> str:
     rows = "\n".join(f"| {k} | {v} |" for k, v in info)
-    return f"""# Benchmarks
+    return f"""## SDK overhead per call
 
-Written by `bench/run.py`{" (quick run: fewer rounds, shorter load)" if quick else ""}. These numbers came from:
+Written by `bench/run.py`{" (quick run: fewer rounds, shorter load)" if quick else ""}, with this
+section's and the ingest section's numbers, from:
 
 ```sh
 {command}
 ```
 
-`make bench` runs the same (`.venv/bin/python bench/run.py`, after installing `.venv` if needed).
-
 | machine | |
 |---|---|
 {rows}
-
-## SDK overhead per call (`bench/sdk_overhead.py`)
 
 A trivial function returning an OpenAI-style dict, called (a) plain, (b) inside a hand-written
 `tracer.start_as_current_span` setting the same attributes as the decorator, (c) through
@@ -243,7 +244,7 @@ the machine's drift.
 
 {profile_sentence(prof)}
 
-### Per-chunk cost of a streamed answer (`bench/stream_overhead.py`)
+### Per-chunk cost of a streamed answer
 
 The same generator of N chunks consumed bare and through `@traced_llm` (content capture off), in
 alternating rounds; the difference divided by N is what observing one chunk costs (a clock read,
@@ -252,7 +253,7 @@ The target is under 2 µs per chunk.
 
 {stream_overhead.format_table(streams)}
 
-### Beside the peers (`bench/peers.py`)
+### Beside the peers
 
 Langfuse and Traceloop each configure OpenTelemetry globally, so every tool runs in a process of
 its own, where the same bare function is timed under the tool's decorator and inside a hand-written
@@ -320,7 +321,7 @@ def _ingest_only(quick: bool, output: Path | None, command: str, info: list[tupl
         facts = dict(info)
         note = (f"This section was rerun on its own (`{command}`) on {facts['date']}, git {facts['git']}, "
                 f"{facts['CPUs (nproc)']} CPUs, load average at start {facts['load average at start (1, 5, 15 min)']}; "
-                "the machine table at the top belongs to the other sections.\n\n")
+                "the machine table of the SDK section belongs to that section.\n\n")
         replace_ingest(output, ingest_section(loads, stages, note))
         print(f"wrote the ingest section of {output}")
     print(f"total {time.monotonic() - started:.0f} s")

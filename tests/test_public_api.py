@@ -28,9 +28,10 @@ EXPECTED = {
         "summary", "usd", "usd_text",
     ],
     alerts: [
-        "Alert", "AlertJob", "AlertmanagerNotifier", "CostRule", "ErrorRateRule", "Evaluation",
-        "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
-        "WebhookNotifier", "alerts_cli", "channel_options", "history", "router",
+        "Alert", "AlertJob", "AlertmanagerNotifier", "BREACH", "BUCKETS", "BUCKET_S", "CLEAR", "CostRule",
+        "ErrorRateRule", "Evaluation", "Evaluator", "EvaluatorConfig", "HOLD", "Notifier", "NotifierError",
+        "QueueRule", "ServiceMemory", "ServiceWindow", "SlackNotifier", "Verdict", "WebhookNotifier", "alerts_cli",
+        "channel_options", "history", "router",
     ],
     ingest: ["Decoded", "Decoder", "RETRY_AFTER_S", "decode_request", "default_workers", "router"],
     spool: [

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ._channels import AlertmanagerNotifier, Notifier, NotifierError, SlackNotifier, WebhookNotifier
 from ._cli import alerts_cli, channel_options
 from ._cost import CostRule
-from ._error_rate import ErrorRateRule
+from ._error_rate import BUCKET_S, BUCKETS, ErrorRateRule, ServiceMemory, ServiceWindow
 from ._evaluator import Evaluation, Evaluator, EvaluatorConfig, history
-from ._model import Alert
+from ._model import BREACH, CLEAR, HOLD, Alert, Verdict
 from ._queue import QueueRule
 from ._setup import AlertJob
 
@@ -27,15 +27,23 @@ __all__ = [
     "Alert",
     "AlertJob",
     "AlertmanagerNotifier",
+    "BREACH",
+    "BUCKETS",
+    "BUCKET_S",
+    "CLEAR",
     "CostRule",
     "ErrorRateRule",
     "Evaluation",
     "Evaluator",
     "EvaluatorConfig",
+    "HOLD",
     "Notifier",
     "NotifierError",
     "QueueRule",
+    "ServiceMemory",
+    "ServiceWindow",
     "SlackNotifier",
+    "Verdict",
     "WebhookNotifier",
     "alerts_cli",
     "channel_options",

@@ -1,4 +1,4 @@
-"""Weeks of realistic multi-tenant LLM traffic for the pager benchmark (``bench/pager.py``).
+"""Weeks of realistic multi-tenant LLM traffic for the pager simulation (``replay.py``).
 
 What is in it, and why each part is there (each is a way a pager cries wolf or stays silent):
 
@@ -17,7 +17,7 @@ What is in it, and why each part is there (each is a way a pager cries wolf or s
   (sawtooth) and drained by 4 consumers; depth and oldest-item age reported once a minute per
   instance, as the SDK's ``watch_queue`` gauges would be.
 
-Volume: the issue's shape is 1.6M spans a week; ``scale`` multiplies every rate (the default
+Volume: the target shape is 1.6M spans a week; ``scale`` multiplies every rate (the default
 0.25 keeps a 5-week, 10-project run within minutes on 2 cores). Fewer calls per minute make both
 false pages and missed incidents *more* likely, so a scaled-down run is the harder test.
 """
@@ -271,8 +271,9 @@ class Traffic:
 
     # -- queues ---------------------------------------------------------------------------------
 
-    def queue_rows(self, with_instance: bool) -> list[dict[str, object]]:
-        """``queue_depth`` rows: queue ``jobs`` of service ``worker`` on 3 instances, once a minute."""
+    def queue_rows(self, with_instance: bool, first_minute: int = 0) -> list[dict[str, object]]:
+        """``queue_depth`` rows: queue ``jobs`` of service ``worker`` on 3 instances, once a minute,
+        the queues starting empty at ``first_minute``."""
         rows: list[dict[str, object]] = []
         rng = np.random.default_rng([self.seed, 99])
         minutes = total_minutes()
@@ -285,15 +286,16 @@ class Traffic:
             offset_s = float(rng.uniform(0, 59))
             backlog: deque[list[float]] = deque()  # [enqueued at (minute), count], oldest first
             phase = int(rng.integers(0, 10))
-            for m in range(minutes):
+            for m in range(first_minute, minutes):
                 arrivals = rng.poisson(3 * load[m])
                 if (m + phase) % 10 == 0:  # the batch (a cron, a fan-out): the sawtooth's tooth
                     arrivals += rng.poisson(280 * load[m] * self.scale / 0.25 + 5)
                 if arrivals:
                     backlog.append([m + rng.uniform(0, 1), float(arrivals)])
                 # 4 consumers, sized for the volume like the batches (at scale 1 they were not:
-                # the queue really fell behind every afternoon)
-                drain = 4 * 20.0 * self.scale / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
+                # the queue really fell behind every afternoon), and never slower than at 0.25:
+                # below it the unscaled trickle outgrew them and every queue paged all week
+                drain = 4 * 20.0 * max(self.scale, 0.25) / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
                 while drain > 0 and backlog:
                     take = min(drain, backlog[0][1])
                     backlog[0][1] -= take

@@ -1,10 +1,11 @@
-"""The pager benchmark's incident library, and how pages are attributed to incidents.
+"""The pager simulation's incident library: what each incident does to the traffic, and which
+pages belong to it.
 
 Every incident happens in the final week of an "incident" project whose traffic is otherwise the
 same (same seed) as its "normal" twin. A page (a ``firing`` event) belongs to an incident when it
 is of the incident's family, matches its target (the service, the queue's instance, the tenant
-or route), and fires between its onset and two hours after its end; any other page is a false
-page.
+or route), and fires between its onset and two hours after its end (:meth:`Incident.matches`);
+any other page is a false page (``scoring.py`` counts them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-import pager_traffic as pt
+
+from . import traffic as pt
 
 FINAL = pt.START + timedelta(weeks=pt.WEEKS - 1)
 ERROR_ALERTS = ("ErrorRateSpike",)
@@ -78,7 +80,7 @@ LIBRARY = (
 def burst_outages(seed: int, ratio: float = 0.2, minutes: int = 5) -> list[tuple[str, datetime, datetime]]:
     """(service, start, end) of the final week's outages that provider bursts made by chance:
     bursts that overlap or follow each other keep a provider failing ``ratio`` or more for
-    ``minutes`` or longer, an outage by the issue's own measure (it must page within 5 minutes),
+    ``minutes`` or longer, an outage by the pager's own target (it must page within 5 minutes),
     on every service of that provider. The same in both twins: bursts are drawn from the seed."""
     bursts = pt.Traffic("", seed, 1.0).bursts
     first = int((FINAL - pt.START).total_seconds() // 60)
@@ -130,43 +132,3 @@ def modifiers(library: tuple[Incident, ...] = LIBRARY) -> pt.Modifiers:
         elif inc.name.startswith("one long agent session"):
             mods.heavy_sessions.append((inc.target, window.start, inc.minutes, 600))
     return mods
-
-
-@dataclass
-class Outcome:
-    incident: Incident
-    pages: int
-    first_page_min: float | None
-    resolve_min: float | None  # after the end; None: not resolved by the end of the run
-    still_firing: bool
-
-
-def score(events: list[dict[str, Any]], run_end: datetime,
-          library: tuple[Incident, ...] = LIBRARY) -> tuple[list[Outcome], list[dict[str, Any]]]:
-    """Per incident its outcome, and the firing events no incident explains (false pages).
-
-    ``events``: the project's ``alert_events`` rows as dicts with ``at`` (datetime), ``event``,
-    ``name``, ``labels``, ``fingerprint``.
-    """
-    firing = [e for e in events if e["event"] == "firing"]
-    claimed: dict[int, Incident] = {}
-    for i, e in enumerate(firing):
-        for inc in library:
-            if inc.matches(e["name"], e["labels"], e["at"]):
-                claimed[i] = inc
-                break
-    outcomes = []
-    for inc in library:
-        mine = [e for i, e in enumerate(firing) if claimed.get(i) is inc]
-        # each page's own resolve: the first one of its fingerprint after it fired
-        resolves = [next((r["at"] for r in events if r["event"] == "resolved"
-                          and r["fingerprint"] == e["fingerprint"] and r["at"] >= e["at"]), None) for e in mine]
-        still = any(r is None for r in resolves)
-        resolve_min = None
-        if mine and not still and inc.end is not None:
-            resolve_min = (max(r for r in resolves if r is not None) - inc.end).total_seconds() / 60
-        first = (min(e["at"] for e in mine) - inc.onset).total_seconds() / 60 if mine else None
-        outcomes.append(Outcome(inc, len(mine), first, resolve_min, still))
-    unexplained = [e for i, e in enumerate(firing) if i not in claimed]
-    return outcomes, unexplained
-

@@ -1,7 +1,8 @@
-"""What one minute's evaluation costs at 1,000 tenants and 10M spans a week (``bench/pager.py``'s
+"""What one minute's evaluation costs at 1,000 tenants and 10M spans a week (the replay's
 evaluator, alone in a fresh embedded store).
 
-    .venv/bin/python bench/pager_scale.py
+    .venv/bin/python -m bench.pager.scale                    # ~30 s: ~0.6M rows
+    .venv/bin/python -m bench.pager.scale --tenants 50 --spans-per-week 100000   # a quick look
 
 The rules read the last hour of spans every minute and, once an hour, the hour that just ended;
 older hours only through the cost rule's in-memory hourly history (read once at start). So the
@@ -15,6 +16,7 @@ evaluation after it, the steady minutes and the minute after an hour boundary.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -28,19 +30,18 @@ from infersight.collector.alerts import Evaluator
 from infersight.collector.store import ChdbStore, encode_rows
 
 NOW = datetime(2026, 11, 18, 14, 50, 30, tzinfo=timezone.utc)
-TENANTS, ROUTES, SERVICES = 1000, 40, 8
-SPANS_PER_MINUTE = 10_000_000 / (7 * 1440)
+ROUTES, SERVICES = 40, 8
 
 
-def history_rows(rng: np.random.Generator) -> bytes:
-    weights = 1 / np.arange(1, TENANTS + 1) ** 1.1
+def history_rows(rng: np.random.Generator, tenants: int) -> bytes:
+    weights = 1 / np.arange(1, tenants + 1) ** 1.1
     lines = []
     hour = (NOW - timedelta(days=15)).replace(minute=0, second=0, microsecond=0)
     end = (NOW - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
     while hour < end:
         load = 0.2 + np.exp(-((hour.hour - 14) ** 2) / 18)
-        costs = weights * 400 * load * rng.uniform(0.8, 1.2, TENANTS)
-        for t in range(TENANTS):
+        costs = weights * 400 * load * rng.uniform(0.8, 1.2, tenants)
+        for t in range(tenants):
             lines.append(f'{{"project":"big","ts":"{hour:%Y-%m-%d %H:%M:%S}","trace_id":"h{t}-{hour:%j%H}",'
                          f'"service":"s{t % SERVICES}","operation":"chat","tenant":"t{t}","route":"r{t % ROUTES}",'
                          f'"cost_usd":{costs[t]:.6f},"status":"ok"}}')
@@ -48,13 +49,13 @@ def history_rows(rng: np.random.Generator) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def recent_rows(rng: np.random.Generator) -> bytes:
-    weights = 1 / np.arange(1, TENANTS + 1) ** 1.1
+def recent_rows(rng: np.random.Generator, tenants: int, spans_per_minute: float) -> bytes:
+    weights = 1 / np.arange(1, tenants + 1) ** 1.1
     start = (NOW - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
     end = NOW + timedelta(minutes=20)  # traffic goes on through the evaluated minutes
-    n = int(SPANS_PER_MINUTE * (end - start).total_seconds() / 60)
+    n = int(spans_per_minute * (end - start).total_seconds() / 60)
     at = rng.uniform(0, (end - start).total_seconds(), n)
-    tenant = rng.choice(TENANTS, n, p=weights / weights.sum())
+    tenant = rng.choice(tenants, n, p=weights / weights.sum())
     llm = rng.random(n) < 0.6
     failed = rng.random(n) < 0.01
     lines = []
@@ -78,19 +79,26 @@ def queue_rows() -> list[dict[str, object]]:
     return rows
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pager.scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--spans-per-week", type=float, default=10_000_000,
+                        help="density of the last hours and the evaluated minutes")
+    args = parser.parse_args(argv)
+    spans_per_minute = args.spans_per_week / (7 * 1440)
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory(prefix="pager-scale-") as tmp:
         store = ChdbStore(Path(tmp) / "store", database="scale")
         try:
             t0 = time.perf_counter()
-            store.insert("llm_spans", history_rows(rng))
-            recent = recent_rows(rng)
+            store.insert("llm_spans", history_rows(rng, args.tenants))
+            recent = recent_rows(rng, args.tenants, spans_per_minute)
             store.insert("llm_spans", recent)
             store.insert("queue_depth", encode_rows(queue_rows()))
             spans = recent.count(b"\n")
-            print(f"loaded in {time.perf_counter() - t0:.0f} s: {spans:,} spans at {SPANS_PER_MINUTE:,.0f} a minute "
-                  f"around the evaluated minutes, 2 weeks of hourly history, {TENANTS} tenants", flush=True)
+            print(f"loaded in {time.perf_counter() - t0:.0f} s: {spans:,} spans at {spans_per_minute:,.0f} a minute "
+                  f"around the evaluated minutes, 2 weeks of hourly history, {args.tenants} tenants", flush=True)
             evaluator = Evaluator(store)
             t0 = time.perf_counter()
             evaluator.prepare(NOW - timedelta(seconds=30))

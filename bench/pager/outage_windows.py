@@ -1,15 +1,15 @@
 """How the error-rate rule's outage test tells provider bursts from outages, on simulated windows.
 
-    .venv/bin/python bench/outage_windows.py              # 2,000 draws per case, three rules
-    .venv/bin/python bench/outage_windows.py --draws 300 --rules "" gap_alpha=0.05   # a quick look
+    .venv/bin/python -m bench.pager.outage_windows         # 2,000 draws per case, three rules (~12 min)
+    .venv/bin/python -m bench.pager.outage_windows --draws 300 --rules "" gap_alpha=0.05   # a quick look
 
 Each draw is one service's last hour in 10-second buckets, made like the pager harness's traffic
-(``pager_traffic.py``): requests arrive as a Poisson stream, every LLM attempt fails with the
+(``traffic.py``): requests arrive as a Poisson stream, every LLM attempt fails with the
 minute's error probability, and a failed attempt is retried (at most twice, 1-3 s later, 80% of
 the time). The cases, at several request rates:
 
 - **outage**: 20% or 30% of attempts fail from an onset on; the table gives the share of draws
-  paged within 5 minutes of the onset (the issue's target), within 8, and the median minute of
+  paged within 5 minutes of the onset (the target), within 8, and the median minute of
   the first page;
 - **one burst**, **two bursts** 2-5 minutes apart (start to start, so some overlap) and **two
   bursts with 1-3 minutes between** (end to start), each 0.5-2.5 minutes with 30-90% failing, as
@@ -29,9 +29,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from infersight.collector.alerts import ErrorRateRule
-from infersight.collector.alerts._error_rate import BUCKET_S, BUCKETS, ServiceWindow
-from infersight.collector.alerts._model import BREACH
+from infersight.collector.alerts import BREACH, BUCKET_S, BUCKETS, ErrorRateRule, ServiceWindow
 
 USUAL = 0.004
 T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)
@@ -149,13 +147,14 @@ def _rule(spec: str) -> ErrorRateRule:
     return ErrorRateRule(**{k: float(v) for k, v in pairs})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.pager.outage_windows", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rules", nargs="*", default=["", "gap_alpha=0.05", "gap_alpha=0.5"],
                         help="ErrorRateRule parameters per column, e.g. gap_alpha=0.05 ('' the defaults)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print("\n".join(run({spec or "defaults": _rule(spec) for spec in args.rules}, args.draws, args.seed)))
 
 

@@ -1,15 +1,15 @@
 """How often the error-rate rule pages for one creep, and when it resolves, on simulated services.
 
-    .venv/bin/python bench/creep_pages.py                 # 40 draws per case
-    .venv/bin/python bench/creep_pages.py --draws 10      # a quick look
-    .venv/bin/python bench/creep_pages.py --before        # a creep's cleared minutes may page again
+    .venv/bin/python -m bench.pager.creep_pages            # 40 draws per case
+    .venv/bin/python -m bench.pager.creep_pages --draws 10 # a quick look
+    .venv/bin/python -m bench.pager.creep_pages --before   # a creep's cleared minutes may page again
 
 Each draw is one service's traffic in 10-second buckets, made as ``outage_windows.py`` makes it
 (Poisson requests, failed attempts retried), with the usual error ratio (0.4%) for two hours, a
 creep to 4x it for 1 or 3 hours, then an hour of the usual ratio. The rule is asked every minute
 through ``ServiceMemory``, as the evaluator asks it, and an alert resolves once its verdict has
 been clear for the evaluator's ``clear_for`` (as ``Evaluator`` does). Per case: the share of
-creeps paged, pages per paged creep (the issue asks for one), minutes to the first page, and
+creeps paged, pages per paged creep (the target is one), minutes to the first page, and
 minutes from the end to the resolve (negative: the alert resolved while the creep went on).
 ``--before`` keeps only an outage's minutes from paging again, as the rule did before 12ee945.
 """
@@ -22,11 +22,10 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from outage_windows import T0, USUAL, hour_before, simulate
 
-from infersight.collector.alerts import EvaluatorConfig
-from infersight.collector.alerts._error_rate import ServiceMemory
-from infersight.collector.alerts._model import BREACH, CLEAR, Verdict
+from infersight.collector.alerts import BREACH, CLEAR, EvaluatorConfig, ServiceMemory, Verdict
+
+from .outage_windows import T0, USUAL, hour_before, simulate
 
 ONSET = 120  # minutes of usual traffic before the creep
 AFTER = 60  # minutes replayed after its end
@@ -70,12 +69,13 @@ def _range(values: list[int]) -> str:
     return f"{min(values)}–{max(values)}" if values else "–"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.pager.creep_pages", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--draws", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--before", action="store_true", help="an outage's minutes alone never page again")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print("| calls a minute | creep | paged | pages per paged creep | minutes to first page (median) |"
           " minutes from end to resolve | resolved before the end |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
