@@ -65,7 +65,7 @@ Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made
 whose hour surges, or whose requests got dearer, pages for itself: the tenants on it are judged
 with that route's share of their spend deflated by the surge.
 
-Measured in BENCHMARKS.md, section 'Pager'.
+Measured in BENCHMARKS.md, section 'The pager'.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ Hold and resolve, while an alert fires and neither test breaches:
 3. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
    ``EvaluatorConfig.clear_for`` (2 minutes).
 
-Measured in BENCHMARKS.md, section 'Pager'.
+Measured in BENCHMARKS.md, section 'The pager'.
 """
 
 from __future__ import annotations
