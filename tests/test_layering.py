@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("sdk", "collector", "detectors", "judges", "dashboards")
+PACKAGES = ("sdk", "collector", "detectors", "judges", "dashboards", "demo")
 
 
 def _modules() -> dict[str, Path]:

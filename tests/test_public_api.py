@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infersight import collector, dashboards, detectors, sdk
+from infersight import collector, dashboards, demo, detectors, sdk
 from infersight.collector import alerts, store
 
 EXPECTED = {
@@ -32,6 +32,7 @@ EXPECTED = {
         "Evaluator", "EvaluatorConfig", "Notifier", "NotifierError", "QueueRule", "SlackNotifier",
         "WebhookNotifier", "history",
     ],
+    demo: ["FakeJudge", "FakeLLM", "run_traffic", "start_fake_llm"],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",

@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
 ROUTES = ("support.answer", "search.summarize", "sales.email")
-MODELS = {
-    "support.answer": ("openai", "gpt-4o-mini"),
-    "search.summarize": ("anthropic", "claude-3-5-haiku-latest"),
-    "sales.email": ("openai", "gpt-4o"),
-}
 
 
 @dataclass(frozen=True)
