@@ -19,7 +19,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from . import _attrs, _setup
+from . import _setup, semconv
 from ._guard import plain_text
 from ._lifecycle import Call, Spec, begin
 from ._results import llm_result, llm_stream, rerank_result, retrieval_result
@@ -252,9 +252,9 @@ def traced_retrieval(
     and their score min/mean/max (from ``score`` fields or ``(document, score)`` pairs)."""
     attributes: dict[str, Any] = {}
     if data_source:
-        attributes[_attrs.DATA_SOURCE] = data_source
+        attributes[semconv.DATA_SOURCE] = data_source
     if top_k is not None:
-        attributes[_attrs.TOP_K] = top_k
+        attributes[semconv.TOP_K] = top_k
     return _decorator(Spec("retrieval", SpanKind.CLIENT, retrieval_result, attributes=attributes), func)
 
 

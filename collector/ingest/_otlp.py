@@ -18,6 +18,8 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from infersight.sdk import semconv
+
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
@@ -27,7 +29,6 @@ from ._times import ts_day, ts_text
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-PROJECT_ATTRIBUTE = "infersight.project"
 
 _KIND = {0: "Unspecified", 1: "Internal", 2: "Server", 3: "Client", 4: "Producer", 5: "Consumer"}
 _STATUS = {0: "Unset", 1: "Ok", 2: "Error"}
@@ -273,7 +274,7 @@ def to_rows(
     seen: set[bytes] = set()
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
-        resource[PROJECT_ATTRIBUTE] = project
+        resource[semconv.PROJECT] = project
         service = resource.get("service.name", "")
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
