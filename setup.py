@@ -1,4 +1,4 @@
-"""Package discovery for the five top-level folders of the ``infersight`` namespace.
+"""Package discovery for the top-level folders of the ``infersight`` namespace.
 
 ``pyproject.toml`` declares everything else; setuptools' ``packages.find`` cannot map a folder
 (``collector/``) onto a dotted name (``infersight.collector``), so the packages are found here,
@@ -8,7 +8,7 @@ folder by folder, and a subpackage added later ships without anyone listing it.
 from setuptools import find_packages, setup
 
 FOLDERS = {"sdk": "infersight.sdk", "collector": "infersight.collector", "detectors": "infersight.detectors",
-           "judges": "infersight.judges", "dashboards": "infersight.dashboards"}
+           "judges": "infersight.judges", "dashboards": "infersight.dashboards", "demo": "infersight.demo"}
 
 setup(
     package_dir={name: folder for folder, name in FOLDERS.items()},

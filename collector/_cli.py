@@ -185,9 +185,8 @@ def _utc(unix_s: float | None) -> str:
 def demo(port: int, data_dir: Path, url: str | None, traffic: float, duration: float | None) -> None:
     """Start a collector and drive it with a synthetic multi-tenant LLM app."""
     from infersight import sdk
-    from infersight.judges import FakeJudge
+    from infersight.demo import FakeJudge, run_traffic, start_fake_llm
 
-    from ._demo import run_traffic, start_fake_llm
     from ._server import CollectorProcess
 
     started = time.monotonic()

@@ -45,7 +45,6 @@ from ._errors import (
     RubricVersionError,
     TransientJudgeError,
 )
-from ._fake_judge import FakeJudge
 from ._panels import Panel, PanelItem, create_panel, list_panels, load_panel
 from ._records import judge_spend, recent_scores, scores_summary
 from ._rubrics import Rubric, load_rubrics, lock_rubrics
@@ -63,7 +62,6 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "Comparison",
-    "FakeJudge",
     "GateResult",
     "InvalidVerdict",
     "Judge",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
 
-from . import _attrs
+from . import semconv
 from ._guard import plain_text, record_failure
 
 _TAG_PREFIX = "infersight.tag."
@@ -36,18 +36,18 @@ class Attribution:
     def attributes(self) -> dict[str, str]:
         out = {_TAG_PREFIX + k: v for k, v in self.tags.items()}
         if self.tenant_id is not None:
-            out[_attrs.TENANT] = self.tenant_id
+            out[semconv.TENANT] = self.tenant_id
         if self.user_id is not None:
-            out[_attrs.USER] = self.user_id
+            out[semconv.USER] = self.user_id
         if self.route is not None:
-            out[_attrs.ROUTE] = self.route
+            out[semconv.ROUTE] = self.route
         return out
 
 
 _EMPTY = Attribution()
 _current: contextvars.ContextVar[Attribution] = contextvars.ContextVar("infersight_attribution", default=_EMPTY)
 _queue_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("infersight_queue_wait", default=None)
-_BAGGAGE_KEYS = {_attrs.TENANT: "tenant_id", _attrs.USER: "user_id", _attrs.ROUTE: "route"}
+_BAGGAGE_KEYS = {semconv.TENANT: "tenant_id", semconv.USER: "user_id", semconv.ROUTE: "route"}
 
 
 def current() -> Attribution:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import _attrs
+from . import semconv
 from ._usage import _get
 
 Redactor = Callable[[str], str]
@@ -184,8 +184,8 @@ def retrieval_content(
     if query is not None:
         text = apply_redactors(query, redactors)
         if len(text) > limit_chars:
-            text, out[_attrs.CONTENT_TRUNCATED] = text[:limit_chars], True
-        out[_attrs.RETRIEVAL_QUERY] = text
+            text, out[semconv.CONTENT_TRUNCATED] = text[:limit_chars], True
+        out[semconv.RETRIEVAL_QUERY] = text
     if not isinstance(result, (list, tuple)):
         return
     remaining = limit_chars
@@ -194,8 +194,8 @@ def retrieval_content(
         doc = _document(item)
         text = apply_redactors(doc["content"], redactors)
         if len(text) > remaining:
-            text, out[_attrs.CONTENT_TRUNCATED] = text[: max(remaining, 0)], True
+            text, out[semconv.CONTENT_TRUNCATED] = text[: max(remaining, 0)], True
         remaining -= len(text)
         doc["content"] = text
         docs.append(doc)
-    out[_attrs.RETRIEVAL_DOCUMENTS] = json.dumps(docs, ensure_ascii=False, separators=(",", ":"))
+    out[semconv.RETRIEVAL_DOCUMENTS] = json.dumps(docs, ensure_ascii=False, separators=(",", ":"))

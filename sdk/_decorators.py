@@ -12,21 +12,32 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
+from typing import Any, ParamSpec, Protocol, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from . import _attrs, _setup
+from . import _setup, semconv
 from ._guard import plain_text
 from ._lifecycle import Call, Spec, begin
 from ._results import llm_result, llm_stream, rerank_result, retrieval_result
 from ._stream_guard import loop_checker
 from ._streams import StreamStats, TracedAsyncStream, TracedStream, is_async_stream, is_sync_stream
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Decorator(Protocol):
+    """What ``@traced_llm(...)`` with options returns: it keeps the decorated function's signature.
+
+    A protocol, not a ``Callable`` alias, so the signature is bound when the decorator is applied
+    (a type checker would otherwise bind it at the options call, where nothing is known).
+    """
+
+    def __call__(self, func: Callable[P, R], /) -> Callable[P, R]: ...
 
 # Arguments the result hooks read, also when they are passed positionally.
 _READ_ARGS = ("model", "messages", "input", "prompt", "system", "queued_at", "temperature",
@@ -86,13 +97,13 @@ def _wrap_stream(call: Call, stream: Any, kind: type) -> Any:
     return traced
 
 
-def _wrap(spec: Spec, func: F) -> F:
+def _wrap(spec: Spec, func: Callable[P, R]) -> Callable[P, R]:
     picks = _positional_picks(func)
 
     if inspect.isasyncgenfunction(func):
 
         @functools.wraps(func)
-        async def async_gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+        async def async_gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[Any]:
             call = begin(spec, _arguments(picks, args, kwargs), make_current=False)
             inner = func(*args, **kwargs)
             if call is None:
@@ -124,12 +135,12 @@ def _wrap(spec: Spec, func: F) -> F:
                 call.end_stream(stats, exc, False)
                 raise
 
-        return async_gen_wrapper  # type: ignore[return-value]
+        return cast("Callable[P, R]", async_gen_wrapper)
 
     if inspect.isgeneratorfunction(func):
 
         @functools.wraps(func)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+        def gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> Generator[Any, Any, Any]:
             call = begin(spec, _arguments(picks, args, kwargs))
             if call is None:
                 return (yield from func(*args, **kwargs))
@@ -160,25 +171,25 @@ def _wrap(spec: Spec, func: F) -> F:
                 call.end_stream(stats, exc, False)
                 raise
 
-        return gen_wrapper  # type: ignore[return-value]
+        return cast("Callable[P, R]", gen_wrapper)
 
     if inspect.iscoroutinefunction(func):
 
         @functools.wraps(func)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
             call = begin(spec, _arguments(picks, args, kwargs))
             try:
-                result = await func(*args, **kwargs)
+                result = await cast("Callable[P, Awaitable[Any]]", func)(*args, **kwargs)
             except BaseException as exc:
                 if call is not None:
                     call.end_error(exc)
                 raise
             return _observe(call, result, awaited=True)
 
-        return async_wrapper  # type: ignore[return-value]
+        return cast("Callable[P, R]", async_wrapper)
 
     @functools.wraps(func)
-    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+    def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         call = begin(spec, _arguments(picks, args, kwargs))
         try:
             result = func(*args, **kwargs)
@@ -186,19 +197,25 @@ def _wrap(spec: Spec, func: F) -> F:
             if call is not None:
                 call.end_error(exc)
             raise
-        return _observe(call, result)
+        # a returned provider stream comes back wrapped: a proxy with the stream's interface
+        return cast(R, _observe(call, result))
 
-    return sync_wrapper  # type: ignore[return-value]
+    return sync_wrapper
 
 
-def _decorator(spec: Spec, func: Callable[..., Any] | None) -> Any:
+def _decorator(spec: Spec, func: Callable[P, R] | None) -> Callable[..., Any]:
+    # typed by the public overloads: the function itself, or a Decorator keeping its signature
     if func is not None:
         return _wrap(spec, func)
-    return lambda f: _wrap(spec, f)
+
+    def decorate(f: Callable[P, R]) -> Callable[P, R]:
+        return _wrap(spec, f)
+
+    return decorate
 
 
 @overload
-def traced_llm(func: F, /) -> F: ...
+def traced_llm(func: Callable[P, R], /) -> Callable[P, R]: ...
 @overload
 def traced_llm(
     *,
@@ -208,9 +225,9 @@ def traced_llm(
     queue_wait_from: Callable[[Any], float | None] | None = ...,
     expect_json: bool = ...,
     stream_guard: bool = ...,
-) -> Callable[[F], F]: ...
+) -> Decorator: ...
 def traced_llm(
-    func: Callable[..., Any] | None = None,
+    func: Callable[P, R] | None = None,
     /,
     *,
     provider: str | None = None,
@@ -219,7 +236,7 @@ def traced_llm(
     queue_wait_from: Callable[[Any], float | None] | None = None,
     expect_json: bool = False,
     stream_guard: bool = False,
-) -> Any:
+) -> Callable[..., Any]:
     """Trace an LLM call: one CLIENT span with GenAI attributes, usage, cost and latency anatomy.
 
     Works on sync and async functions, sync and async generators, and functions returning a
@@ -241,29 +258,37 @@ def traced_llm(
     return _decorator(spec, func)
 
 
+@overload
+def traced_retrieval(func: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def traced_retrieval(*, data_source: str | None = ..., top_k: int | None = ...) -> Decorator: ...
 def traced_retrieval(
-    func: Callable[..., Any] | None = None,
+    func: Callable[P, R] | None = None,
     /,
     *,
     data_source: str | None = None,
     top_k: int | None = None,
-) -> Any:
+) -> Callable[..., Any]:
     """Trace a retrieval step: data source, ``top_k`` (or the call's ``top_k``/``k``), hits returned
     and their score min/mean/max (from ``score`` fields or ``(document, score)`` pairs)."""
     attributes: dict[str, Any] = {}
     if data_source:
-        attributes[_attrs.DATA_SOURCE] = data_source
+        attributes[semconv.DATA_SOURCE] = data_source
     if top_k is not None:
-        attributes[_attrs.TOP_K] = top_k
+        attributes[semconv.TOP_K] = top_k
     return _decorator(Spec("retrieval", SpanKind.CLIENT, retrieval_result, attributes=attributes), func)
 
 
+@overload
+def traced_rerank(func: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def traced_rerank(*, model: str | None = ...) -> Decorator: ...
 def traced_rerank(
-    func: Callable[..., Any] | None = None,
+    func: Callable[P, R] | None = None,
     /,
     *,
     model: str | None = None,
-) -> Any:
+) -> Callable[..., Any]:
     """Trace a rerank step: model, candidates in (the call's ``documents``) and out, time per candidate."""
     return _decorator(Spec("rerank", SpanKind.INTERNAL, rerank_result, model=model), func)
 

@@ -15,7 +15,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from . import _attrs, _export, _setup
+from . import _export, _setup, semconv
 from ._attribution import current as current_attribution
 from ._attribution import queue_wait_s
 from ._errors import classify
@@ -29,9 +29,9 @@ StreamHook = Callable[["Call", StreamStats, dict[str, Any]], None]
 Fill = Callable[["Call", dict[str, Any]], None]
 
 _REQUEST_PARAMS = {
-    "temperature": "gen_ai.request.temperature",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "top_p": "gen_ai.request.top_p",
+    "temperature": semconv.REQUEST_TEMPERATURE,
+    "max_tokens": semconv.REQUEST_MAX_TOKENS,
+    "top_p": semconv.REQUEST_TOP_P,
 }
 
 
@@ -140,7 +140,7 @@ class Call:
 
     def _fill_stream(self, out: dict[str, Any]) -> None:
         if self.aborted:
-            out[_attrs.STREAM_ABORTED] = True
+            out[semconv.STREAM_ABORTED] = True
         if self.spec.on_stream is not None and self.stats is not None:
             self.spec.on_stream(self, self.stats, out)
 
@@ -206,13 +206,13 @@ class Call:
         if instruments is None:
             return
         try:
-            attributes = {_attrs.OPERATION: self.spec.operation}
+            attributes = {semconv.OPERATION: self.spec.operation}
             if self.spec.provider:
-                attributes[_attrs.PROVIDER] = self.spec.provider
+                attributes[semconv.PROVIDER] = self.spec.provider
             if self.model:
-                attributes[_attrs.REQUEST_MODEL] = self.model
+                attributes[semconv.REQUEST_MODEL] = self.model
             if error is not None:
-                attributes[_attrs.ERROR_TYPE] = type(error).__qualname__
+                attributes[semconv.ERROR_TYPE] = type(error).__qualname__
             instruments.record(
                 attributes, self.elapsed_s(self.end_ns), self.input_tokens, self.output_tokens, self.ttft_s
             )
@@ -256,8 +256,8 @@ def _snapshot(kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _record_error(span: trace.Span, error: BaseException) -> None:
-    span.set_attribute(_attrs.ERROR_TYPE, type(error).__qualname__)
-    span.set_attribute(_attrs.ERROR_CLASS, classify(error))
+    span.set_attribute(semconv.ERROR_TYPE, type(error).__qualname__)
+    span.set_attribute(semconv.ERROR_CLASS, classify(error))
     try:
         message = f"{type(error).__name__}: {error}"[:512]
     except Exception:  # noqa: BLE001 - an exception whose __str__ raises still gets its status
@@ -294,11 +294,11 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
         if type(model) is not str or not model:
             model = spec.model  # the decorator's model= is the default; the call's argument wins
         attributes = dict(spec.attributes)
-        attributes[_attrs.OPERATION] = spec.operation
+        attributes[semconv.OPERATION] = spec.operation
         if spec.provider:
-            attributes[_attrs.PROVIDER] = spec.provider
+            attributes[semconv.PROVIDER] = spec.provider
         if model:
-            attributes[_attrs.REQUEST_MODEL] = model
+            attributes[semconv.REQUEST_MODEL] = model
         for arg, name in _REQUEST_PARAMS.items():
             value = kwargs.get(arg)
             if type(value) in (int, float):

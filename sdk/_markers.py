@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
-from . import _attrs
+from . import semconv
 from ._guard import record_failure
 
 FALLBACK_KINDS = ("cache", "small_model", "rule", "other")
@@ -18,9 +18,9 @@ def mark_retry(attempt: int, *, reason: str | None = None) -> None:
     """Record that the current call is retry number ``attempt`` (the first retry is 1)."""
     try:
         span = trace.get_current_span()
-        span.set_attribute(_attrs.RETRY_ATTEMPT, int(attempt))
+        span.set_attribute(semconv.RETRY_ATTEMPT, int(attempt))
         if reason:
-            span.set_attribute(_attrs.RETRY_REASON, reason)
+            span.set_attribute(semconv.RETRY_REASON, reason)
     except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_retry", exc)
 
@@ -32,10 +32,10 @@ def mark_fallback(kind: str, *, reason: str | None = None) -> None:
     """
     try:
         span = trace.get_current_span()
-        span.set_attribute(_attrs.DEGRADED, True)
-        span.set_attribute(_attrs.FALLBACK, kind if kind in FALLBACK_KINDS else "other")
+        span.set_attribute(semconv.DEGRADED, True)
+        span.set_attribute(semconv.FALLBACK, kind if kind in FALLBACK_KINDS else "other")
         if reason:
-            span.set_attribute(_attrs.FALLBACK_REASON, reason)
+            span.set_attribute(semconv.FALLBACK_REASON, reason)
     except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_fallback", exc)
 
@@ -44,9 +44,9 @@ def mark_cache_hit(*, semantic: bool = True, similarity: float | None = None) ->
     """Record that the answer was served from a (semantic) cache instead of the model."""
     try:
         span = trace.get_current_span()
-        span.set_attribute(_attrs.CACHE_HIT, True)
-        span.set_attribute(_attrs.CACHE_SEMANTIC, semantic)
+        span.set_attribute(semconv.CACHE_HIT, True)
+        span.set_attribute(semconv.CACHE_SEMANTIC, semantic)
         if similarity is not None:
-            span.set_attribute(_attrs.CACHE_SIMILARITY, float(similarity))
+            span.set_attribute(semconv.CACHE_SIMILARITY, float(similarity))
     except Exception as exc:  # noqa: BLE001 - telemetry must never break the host
         record_failure("mark_cache_hit", exc)

@@ -18,38 +18,38 @@ from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
+from . import semconv
 from ._guard import record_failure
 
 DURATION_BUCKETS_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 
-QUEUE_DEPTH = "infersight.queue.depth"
-QUEUE_OLDEST_AGE = "infersight.queue.oldest_age"
-QUEUE_NAME = "infersight.queue.name"
-
 
 class Instruments:
     """The histograms the decorators record into (when ``histograms``), and the queue gauges."""
 
     def __init__(self, meter: Meter, *, histograms: bool = True) -> None:
-        meter.create_observable_gauge(QUEUE_DEPTH, [_observe_depth], unit="{item}", description="Items waiting")
         meter.create_observable_gauge(
-            QUEUE_OLDEST_AGE, [_observe_oldest_age], unit="s", description="Age of the oldest waiting item"
+            semconv.QUEUE_DEPTH_METRIC, [_observe_depth], unit="{item}", description="Items waiting"
+        )
+        meter.create_observable_gauge(
+            semconv.QUEUE_OLDEST_AGE_METRIC, [_observe_oldest_age], unit="s",
+            description="Age of the oldest waiting item",
         )
         self.histograms = histograms
         if not histograms:
             return
         self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration",
+            semconv.OPERATION_DURATION_METRIC, unit="s", description="GenAI operation duration",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
         )
         self.tokens = meter.create_histogram(
-            "gen_ai.client.token.usage", unit="{token}", description="Tokens used per operation",
+            semconv.TOKEN_USAGE_METRIC, unit="{token}", description="Tokens used per operation",
             explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
         )
         self.ttft = meter.create_histogram(
-            "gen_ai.client.operation.time_to_first_chunk", unit="s", description="Time to the first streamed chunk",
+            semconv.TTFT_METRIC, unit="s", description="Time to the first streamed chunk",
             explicit_bucket_boundaries_advisory=TTFT_BUCKETS_S,
         )
 
@@ -63,9 +63,9 @@ class Instruments:
     ) -> None:
         self.duration.record(duration_s, attributes)
         if input_tokens is not None:
-            self.tokens.record(input_tokens, {**attributes, "gen_ai.token.type": "input"})
+            self.tokens.record(input_tokens, {**attributes, semconv.TOKEN_TYPE: "input"})
         if output_tokens is not None:
-            self.tokens.record(output_tokens, {**attributes, "gen_ai.token.type": "output"})
+            self.tokens.record(output_tokens, {**attributes, semconv.TOKEN_TYPE: "output"})
         if ttft_s is not None:
             self.ttft.record(ttft_s, attributes)
 
@@ -117,7 +117,7 @@ def _snapshot() -> list[_Watched]:
 def _observe_depth(options: CallbackOptions) -> Iterable[Observation]:
     for watched in _snapshot():
         try:
-            yield Observation(float(watched.depth_fn()), {QUEUE_NAME: watched.name})
+            yield Observation(float(watched.depth_fn()), {semconv.QUEUE_NAME: watched.name})
         except Exception as exc:  # noqa: BLE001 - a user depth_fn's failure is counted, never raised
             record_failure(f"watch_queue({watched.name!r}) depth_fn", exc)
 
@@ -132,4 +132,4 @@ def _observe_oldest_age(options: CallbackOptions) -> Iterable[Observation]:
             record_failure(f"watch_queue({watched.name!r}) oldest_age_fn", exc)
             continue
         if age is not None:
-            yield Observation(float(age), {QUEUE_NAME: watched.name})
+            yield Observation(float(age), {semconv.QUEUE_NAME: watched.name})

@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from . import _attrs
+from . import semconv
 from ._attribution import current as current_attribution
 from ._guard import record_failure
 
@@ -43,8 +43,8 @@ class AttributionProcessor(SpanProcessor):
                     span.set_attribute(key, value)
             parent = trace.get_current_span(parent_context)
             parent_attrs = getattr(parent, "attributes", None) or {}
-            if _scope(parent) == SCOPE and parent_attrs.get(_attrs.OPERATION) in LLM_OPERATIONS:
-                span.set_attribute(_attrs.PARENT_LLM_SPAN, format(parent.get_span_context().span_id, "016x"))
+            if _scope(parent) == SCOPE and parent_attrs.get(semconv.OPERATION) in LLM_OPERATIONS:
+                span.set_attribute(semconv.PARENT_LLM_SPAN, format(parent.get_span_context().span_id, "016x"))
         except Exception as exc:  # noqa: BLE001 - on_start runs on the application's thread: must not raise
             record_failure("attribution processor", exc)
 

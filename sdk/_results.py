@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _attrs, _setup
+from . import _setup, semconv
 from ._content import input_messages, messages_json, output_text, retrieval_content
 from ._estimate import estimate_tokens
 from ._lifecycle import Call
@@ -25,20 +25,20 @@ def llm_result(call: Call, result: Any, out: dict[str, Any]) -> None:
 
 
 def llm_stream(call: Call, stats: StreamStats, out: dict[str, Any]) -> None:
-    out[_attrs.STREAM_CHUNKS] = stats.chunks
+    out[semconv.STREAM_CHUNKS] = stats.chunks
     if stats.loop_unit is not None:
-        out[_attrs.STREAM_GUARD_STOPPED] = True
-        out[_attrs.STREAM_LOOP_UNIT] = stats.loop_unit
+        out[semconv.STREAM_GUARD_STOPPED] = True
+        out[semconv.STREAM_LOOP_UNIT] = stats.loop_unit
     if stats.first_ns is not None:
         ttft = call.ttft_s = call.elapsed_s(stats.first_ns)
-        out[_attrs.TTFT_S] = ttft
+        out[semconv.TTFT_S] = ttft
         gaps = sorted(stats.gaps_ns)
         if gaps:
-            out[_attrs.ITL_P50_S] = _quantile(gaps, 0.5) / 1e9
-            out[_attrs.ITL_P95_S] = _quantile(gaps, 0.95) / 1e9
-            out[_attrs.ITL_MAX_S] = gaps[-1] / 1e9
+            out[semconv.ITL_P50_S] = _quantile(gaps, 0.5) / 1e9
+            out[semconv.ITL_P95_S] = _quantile(gaps, 0.95) / 1e9
+            out[semconv.ITL_MAX_S] = gaps[-1] / 1e9
             threshold_ns = _setup.options().stall_threshold_s * 1e9
-            out[_attrs.ITL_STALLS] = sum(1 for g in gaps if g > threshold_ns)
+            out[semconv.ITL_STALLS] = sum(1 for g in gaps if g > threshold_ns)
     _record_llm(call, out, stats.usage, lambda: "".join(stats.text), stats)
 
 
@@ -73,7 +73,7 @@ def _set_output_type(call: Call, out: dict[str, Any]) -> None:
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     kind = kind if isinstance(kind, str) else None
     if call.spec.expect_json or kind in ("json_object", "json_schema"):
-        out[_attrs.OUTPUT_TYPE] = "json"
+        out[semconv.OUTPUT_TYPE] = "json"
     if kind == "json_schema" and isinstance(fmt, dict):  # kind is set only for a dict fmt
         schema = (fmt.get("json_schema") or {}).get("schema")
         if isinstance(schema, dict):
@@ -82,7 +82,7 @@ def _set_output_type(call: Call, out: dict[str, Any]) -> None:
             except (TypeError, ValueError):
                 return
             if len(text) <= _MAX_SCHEMA_CHARS:
-                out[_attrs.JSON_SCHEMA] = text
+                out[semconv.JSON_SCHEMA] = text
 
 
 def _estimate(call: Call, out: dict[str, Any], usage: Usage, text: str | None) -> None:
@@ -92,24 +92,24 @@ def _estimate(call: Call, out: dict[str, Any], usage: Usage, text: str | None) -
         return
     usage.input_tokens = estimate_tokens(prompt) if prompt else None
     usage.output_tokens = estimate_tokens(text) if text else None
-    out[_attrs.USAGE_ESTIMATED] = True
+    out[semconv.USAGE_ESTIMATED] = True
 
 
 def _set_usage(out: dict[str, Any], usage: Usage) -> None:
     if usage.response_model:
-        out[_attrs.RESPONSE_MODEL] = usage.response_model
+        out[semconv.RESPONSE_MODEL] = usage.response_model
     if usage.finish_reasons:
-        out[_attrs.FINISH_REASONS] = list(usage.finish_reasons)
+        out[semconv.FINISH_REASONS] = list(usage.finish_reasons)
     if usage.input_tokens is not None:
-        out[_attrs.INPUT_TOKENS] = usage.input_tokens
+        out[semconv.INPUT_TOKENS] = usage.input_tokens
     if usage.output_tokens is not None:
-        out[_attrs.OUTPUT_TOKENS] = usage.output_tokens
+        out[semconv.OUTPUT_TOKENS] = usage.output_tokens
     if usage.cache_read_tokens:
-        out[_attrs.CACHE_READ_TOKENS] = usage.cache_read_tokens
+        out[semconv.CACHE_READ_TOKENS] = usage.cache_read_tokens
     if usage.cache_creation_tokens:
-        out[_attrs.CACHE_CREATION_TOKENS] = usage.cache_creation_tokens
+        out[semconv.CACHE_CREATION_TOKENS] = usage.cache_creation_tokens
     if usage.reasoning_tokens:
-        out[_attrs.REASONING_TOKENS] = usage.reasoning_tokens
+        out[semconv.REASONING_TOKENS] = usage.reasoning_tokens
 
 
 def _set_cost(call: Call, out: dict[str, Any], usage: Usage) -> None:
@@ -122,28 +122,28 @@ def _set_cost(call: Call, out: dict[str, Any], usage: Usage) -> None:
             if rates is not None:
                 break
     if rates is None:
-        out[_attrs.COST_UNKNOWN_MODEL] = True
+        out[semconv.COST_UNKNOWN_MODEL] = True
         return
-    out[_attrs.COST_USD] = rates.cost_usd(
+    out[semconv.COST_USD] = rates.cost_usd(
         usage.input_tokens or 0, usage.output_tokens or 0, usage.cache_read_tokens, usage.cache_creation_tokens
     )
-    out[_attrs.COST_SOURCE] = rates.source
+    out[semconv.COST_SOURCE] = rates.source
 
 
 def _set_queue_and_prefill(call: Call, out: dict[str, Any], stats: StreamStats | None, usage: Usage) -> None:
     if call.queue_wait is not None:
-        out[_attrs.QUEUE_WAIT_S] = call.queue_wait
-        out[_attrs.QUEUE_SOURCE] = call.queue_source or ""
+        out[semconv.QUEUE_WAIT_S] = call.queue_wait
+        out[semconv.QUEUE_SOURCE] = call.queue_source or ""
     if stats is None or stats.first_ns is None:
         return
     ttft = call.elapsed_s(stats.first_ns)
     # A provider-reported queue wait happened inside the call, so inside TTFT; an app-side wait
     # (queued_at, mark_started) happened before the call started.
     inside = call.queue_wait if call.queue_source == "response" else 0.0
-    out[_attrs.PREFILL_S] = max(ttft - (inside or 0.0), 0.0)
+    out[semconv.PREFILL_S] = max(ttft - (inside or 0.0), 0.0)
     if usage.output_tokens and usage.output_tokens > 1:
         decode_s = (stats.last_ns - stats.first_ns) / 1e9
-        out[_attrs.TPOT_S] = decode_s / (usage.output_tokens - 1)
+        out[semconv.TPOT_S] = decode_s / (usage.output_tokens - 1)
 
 
 def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage) -> None:
@@ -151,28 +151,28 @@ def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage
     truncated = False
     messages = input_messages(call.kwargs)
     if messages:
-        out[_attrs.INPUT_MESSAGES], truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
+        out[semconv.INPUT_MESSAGES], truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
     if text:
         output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
         if usage.finish_reasons:
             output[0]["finish_reason"] = usage.finish_reasons[0]
-        out[_attrs.OUTPUT_MESSAGES], cut = messages_json(output, opts.redactors, opts.max_content_chars)
+        out[semconv.OUTPUT_MESSAGES], cut = messages_json(output, opts.redactors, opts.max_content_chars)
         truncated = truncated or cut
     if truncated:
-        out[_attrs.CONTENT_TRUNCATED] = True
+        out[semconv.CONTENT_TRUNCATED] = True
 
 
 def retrieval_result(call: Call, result: Any, out: dict[str, Any]) -> None:
     top_k = call.kwargs.get("top_k", call.kwargs.get("k"))
-    if isinstance(top_k, int) and _attrs.TOP_K not in call.spec.attributes:
-        out[_attrs.TOP_K] = top_k
+    if isinstance(top_k, int) and semconv.TOP_K not in call.spec.attributes:
+        out[semconv.TOP_K] = top_k
     if isinstance(result, (list, tuple)):
-        out[_attrs.RETRIEVAL_RETURNED] = len(result)
+        out[semconv.RETRIEVAL_RETURNED] = len(result)
         scores = [s for s in (_score(item) for item in result) if s is not None]
         if scores:
-            out[_attrs.RETRIEVAL_SCORE_MAX] = max(scores)
-            out[_attrs.RETRIEVAL_SCORE_MIN] = min(scores)
-            out[_attrs.RETRIEVAL_SCORE_MEAN] = sum(scores) / len(scores)
+            out[semconv.RETRIEVAL_SCORE_MAX] = max(scores)
+            out[semconv.RETRIEVAL_SCORE_MIN] = min(scores)
+            out[semconv.RETRIEVAL_SCORE_MEAN] = sum(scores) / len(scores)
     opts = _setup.options()
     if opts.capture_content:
         retrieval_content(call.kwargs, result, out, opts.redactors, opts.max_content_chars)
@@ -191,9 +191,9 @@ def rerank_result(call: Call, result: Any, out: dict[str, Any]) -> None:
         value = call.kwargs.get(name)
         if isinstance(value, (list, tuple)):
             candidates = len(value)
-            out[_attrs.RERANK_CANDIDATES] = candidates
+            out[semconv.RERANK_CANDIDATES] = candidates
             break
     if isinstance(result, (list, tuple)):
-        out[_attrs.RERANK_RETURNED] = len(result)
+        out[semconv.RERANK_RETURNED] = len(result)
     if candidates:
-        out[_attrs.RERANK_S_PER_CANDIDATE] = call.elapsed_s(call.end_ns) / candidates
+        out[semconv.RERANK_S_PER_CANDIDATE] = call.elapsed_s(call.end_ns) / candidates

@@ -297,6 +297,9 @@ def _setup_metrics(
         _state.options.instruments = Instruments(meter_provider.get_meter(_SCOPE), histograms=histograms)
 
 
+_Number = TypeVar("_Number", int, float)
+
+
 def _base_url(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
 
@@ -305,7 +308,7 @@ def _auth_headers(api_key: str | None) -> dict[str, str] | None:
     return {"Authorization": f"Bearer {api_key}"} if api_key else None
 
 
-def _positive(name: str, value: float, default: float):  # -> same type as value
+def _positive(name: str, value: _Number, default: _Number) -> _Number:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return value
     logger.warning("infersight: '%s' must be a positive number; got %r, using %r", name, value, default)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("sdk", "collector", "detectors", "judges", "dashboards")
+PACKAGES = ("sdk", "collector", "detectors", "judges", "dashboards", "demo")
 
 
 def _modules() -> dict[str, Path]:
@@ -167,18 +167,18 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"collector.spool"}),
     frozenset({"collector.web"}),
     frozenset({"collector.ingest", "collector.alerts", "collector.jobs", "judges"}),
-    frozenset({"dashboards"}),
+    frozenset({"dashboards", "demo"}),
     frozenset({"collector.root"}),
 )
 LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 # The collector's root modules: its bottom layer (leaf modules every stage may use), the job
-# scheduler, and the composition root (app factory, server, CLI, demo), the one place that
+# scheduler, and the composition root (app factory, server, CLI), the one place that
 # wires every stage. A new root module must be placed here, on purpose.
 COLLECTOR_MODULES = {
     "errors": "collector.base", "_settings": "collector.base", "_counters": "collector.base",
     "_jobs": "collector.jobs",
     "_app": "collector.root", "_server": "collector.root", "_cli": "collector.root",
-    "_dead_letters": "collector.root", "_demo": "collector.root", "_fake_llm": "collector.root",
+    "_dead_letters": "collector.root",
 }
 
 
@@ -203,13 +203,19 @@ def _unit(module: str) -> str:
 
 
 def _public_modules(unit: str, modules: dict[str, Path]) -> set[str]:
-    """The modules another unit may name: a package's ``__init__``, or a root unit's modules."""
+    """The modules another unit may name: a package's ``__init__``, its modules named without a
+    leading underscore (``sdk.semconv``: public by name), or a root unit's modules."""
     if unit == "collector.root":
         return {"infersight.collector"}
     named = [name for name, owner in COLLECTOR_MODULES.items() if owner == unit]
     if named:
         return {f"infersight.collector.{name}" for name in named}
-    return {"infersight." + unit}
+    package = "infersight." + unit
+    public = {
+        module for module in modules
+        if module.startswith(package + ".") and not any(part.startswith("_") for part in module.split("."))
+    }
+    return {package} | public
 
 
 def _imports(module: str, source: str, *, package: bool, modules: dict[str, Path]) -> list[Import]:

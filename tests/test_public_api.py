@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infersight import collector, dashboards, detectors, sdk
+from infersight import collector, dashboards, demo, detectors, sdk
 from infersight.collector import alerts, ingest, spool, store, web
 
 EXPECTED = {
@@ -43,6 +43,7 @@ EXPECTED = {
         "PageProjectDep", "ProjectKeys", "SESSION_COOKIE", "SESSION_MAX_AGE_S", "SameOriginDep", "SecurityHeaders",
         "StoreDep", "UnreadBodyDrain", "api_router", "error_handlers", "key_project", "metrics_router",
     ],
+    demo: ["FakeJudge", "FakeLLM", "run_traffic", "start_fake_llm"],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",

@@ -1,6 +1,6 @@
 """What users install is what runs: the wheel, in a venv of its own, serves and stores a span.
 
-An editable install maps the five folders onto ``infersight.*`` whatever the wheel would hold,
+An editable install maps the package folders onto ``infersight.*`` whatever the wheel would hold,
 so a package the build leaves out (``collector/ingest`` once was) breaks only real installs.
 This test builds the wheel from a copy of the sources, installs it with pip into a fresh venv
 and drives the installed ``infersight`` command: ``keys create``, ``collector``, and the SDK
@@ -27,7 +27,8 @@ import pytest
 from tests import http
 from tests.conftest import ROOT, free_port, wait_for
 
-SOURCES = ("sdk", "collector", "detectors", "judges", "dashboards", "pyproject.toml", "setup.py", "README.md")
+PACKAGES = ("sdk", "collector", "detectors", "judges", "dashboards", "demo")
+SOURCES = (*PACKAGES, "pyproject.toml", "setup.py", "README.md")
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> str:
@@ -81,7 +82,7 @@ def test_the_wheel_holds_every_package_of_the_tree(installed):
     packages = {line.split()[0] for line in modules if line.endswith("True")}
     in_tree = {
         "infersight." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in SOURCES[:5] for init in (ROOT / folder).rglob("__init__.py")
+        for folder in PACKAGES for init in (ROOT / folder).rglob("__init__.py")
     }
     assert in_tree <= packages
 

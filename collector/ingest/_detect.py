@@ -21,13 +21,13 @@ from typing import Any
 import orjson
 
 from infersight.detectors import SpanText, messages_text, run_inline, schema_check
+from infersight.sdk import semconv
 
 from .._counters import TOO_LARGE
 from ..store import encode_rows
 from ._nesting import counted_span_id
 
-_OUTPUT = "gen_ai.output.messages"
-_OUTPUT_MARK = b'"gen_ai.output.messages"'  # as encode_rows writes the key: a cheap filter on bytes
+_OUTPUT_MARK = f'"{semconv.OUTPUT_MESSAGES}"'.encode()  # as encode_rows writes the key: a cheap filter on bytes
 MAX_OUTPUT_CHARS = 1 << 20
 
 NotAnalysed = dict[tuple[str, str], int]
@@ -35,7 +35,7 @@ NotAnalysed = dict[tuple[str, str], int]
 
 
 def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
-    raw = attrs.get("infersight.json_schema")
+    raw = attrs.get(semconv.JSON_SCHEMA)
     if not raw:
         return None
     try:
@@ -47,18 +47,18 @@ def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
 
 def span_text(attrs: dict[str, str]) -> SpanText:
     """What the detectors see of a span, from its attributes (GenAI conventions plus ours)."""
-    finish = attrs.get("gen_ai.response.finish_reasons", "")
+    finish = attrs.get(semconv.FINISH_REASONS, "")
     try:
         reasons = json.loads(finish) if finish.startswith("[") else [finish]
     except ValueError:
         reasons = []
     schema = _schema(attrs)
     return SpanText(
-        output_text=messages_text(attrs.get(_OUTPUT)),
+        output_text=messages_text(attrs.get(semconv.OUTPUT_MESSAGES)),
         finish_reason=str(reasons[0]) if reasons else "",
-        expect_json=attrs.get("gen_ai.output.type") == "json" or schema is not None,
+        expect_json=attrs.get(semconv.OUTPUT_TYPE) == "json" or schema is not None,
         json_schema=schema,
-        refusal_field=attrs.get("gen_ai.response.refusal") or None,
+        refusal_field=attrs.get(semconv.RESPONSE_REFUSAL) or None,
     )
 
 
@@ -71,9 +71,9 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     """The ``detections`` rows of one ``otel_traces`` row, and why it was not (wholly) analysed:
     :data:`TOO_LARGE`, or the schema refusal of :func:`~infersight.detectors.schema_check`."""
     attrs = row.get("SpanAttributes") or {}
-    if _OUTPUT not in attrs:
+    if semconv.OUTPUT_MESSAGES not in attrs:
         return [], None
-    if len(attrs[_OUTPUT]) > MAX_OUTPUT_CHARS:
+    if len(attrs[semconv.OUTPUT_MESSAGES]) > MAX_OUTPUT_CHARS:
         return [], TOO_LARGE
     span = span_text(attrs)
     refused = None if span.json_schema is None else schema_check(span.json_schema).refusal
@@ -86,9 +86,9 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
         "trace_id": row["TraceId"],
         "span_id": counted_span_id(row),  # one call, one set of detections: the counted row's
         "service": row.get("ServiceName", ""),
-        "tenant": attrs.get("infersight.tenant.id", ""),
-        "route": attrs.get("infersight.route", ""),
-        "model": attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model", ""),
+        "tenant": attrs.get(semconv.TENANT, ""),
+        "route": attrs.get(semconv.ROUTE, ""),
+        "model": attrs.get(semconv.RESPONSE_MODEL) or attrs.get(semconv.REQUEST_MODEL, ""),
     }
     return [
         {**common, "detector": d.detector, "version": d.version, "label": d.label, "score": d.score,
@@ -98,7 +98,7 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
 
 
 def project_of(row: Mapping[str, Any]) -> str:
-    return str((row.get("ResourceAttributes") or {}).get("infersight.project", ""))
+    return str((row.get("ResourceAttributes") or {}).get(semconv.PROJECT, ""))
 
 
 def output_rows(rows: bytes) -> bytes:

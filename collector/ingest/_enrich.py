@@ -7,15 +7,15 @@ whose model is unknown gets no cost, never a guess.
 
 from __future__ import annotations
 
-from infersight.sdk import cost_usd
+from infersight.sdk import cost_usd, semconv
 
 # Canonical names only: the normaliser (._normalize) has already copied every other vocabulary's.
-_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
-_PROVIDER_KEYS = ("gen_ai.provider.name",)
-_INPUT_KEYS = ("gen_ai.usage.input_tokens",)
-_OUTPUT_KEYS = ("gen_ai.usage.output_tokens",)
-_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens",)
-_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens",)
+_MODEL_KEYS = (semconv.RESPONSE_MODEL, semconv.REQUEST_MODEL)
+_PROVIDER_KEYS = (semconv.PROVIDER,)
+_INPUT_KEYS = (semconv.INPUT_TOKENS,)
+_OUTPUT_KEYS = (semconv.OUTPUT_TOKENS,)
+_CACHE_READ_KEYS = (semconv.CACHE_READ_TOKENS,)
+_CACHE_WRITE_KEYS = (semconv.CACHE_CREATION_TOKENS,)
 
 
 def _first(attrs: dict[str, str], keys: tuple[str, ...]) -> str | None:
@@ -38,7 +38,7 @@ def _tokens(attrs: dict[str, str], keys: tuple[str, ...]) -> int | None:
 
 def add_cost(attrs: dict[str, str]) -> None:
     """Set ``infersight.cost.usd`` on span attributes that have tokens and a priced model."""
-    if "infersight.cost.usd" in attrs:
+    if semconv.COST_USD in attrs:
         return
     input_tokens, output_tokens = _tokens(attrs, _INPUT_KEYS), _tokens(attrs, _OUTPUT_KEYS)
     if input_tokens is None and output_tokens is None:
@@ -57,7 +57,7 @@ def add_cost(attrs: dict[str, str]) -> None:
         provider=_first(attrs, _PROVIDER_KEYS),
     )
     if priced is None:
-        attrs["infersight.cost.unknown_model"] = "true"
+        attrs[semconv.COST_UNKNOWN_MODEL] = "true"
         return
-    attrs["infersight.cost.usd"] = repr(priced[0])
-    attrs["infersight.cost.source"] = "collector:" + priced[1]
+    attrs[semconv.COST_USD] = repr(priced[0])
+    attrs[semconv.COST_SOURCE] = "collector:" + priced[1]

@@ -53,22 +53,20 @@ from typing import Any
 import orjson
 
 from infersight.detectors import prompt_hash, row_time_ns
+from infersight.sdk import semconv
 
 from ..store import LLM, kind_of
 
-SAME_CALL_AS = "infersight.same_call_as"
-SDK_PARENT_LLM_SPAN = "infersight.parent_llm_span"
 REMEMBERED = 4096
 # A framework's span ends right after its client's (the client returns, the framework's callback
 # closes its span on the same thread): 2 s leaves room for a busy host and is still far shorter
 # than the calls it tells apart.
 END_TOLERANCE_NS = 2 * 10**9
-_MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
-_RESPONSE_ID = "gen_ai.response.id"
+_MODEL_KEYS = (semconv.REQUEST_MODEL, semconv.RESPONSE_MODEL)
 # What the outer span knows about who made the call, copied onto the counted row when absent.
 ATTRIBUTION_KEYS = (
-    "infersight.tenant.id", "infersight.user.id", "infersight.route", "gen_ai.conversation.id",
-    "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.request.model", "gen_ai.provider.name",
+    semconv.TENANT, semconv.USER, semconv.ROUTE, semconv.CONVERSATION_ID,
+    semconv.INPUT_TOKENS, semconv.OUTPUT_TOKENS, semconv.REQUEST_MODEL, semconv.PROVIDER,
 )
 
 
@@ -162,17 +160,17 @@ def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -
 
 def _call(row: dict[str, Any]) -> _Call | None:
     attrs = row["SpanAttributes"]
-    if kind_of(attrs.get("gen_ai.operation.name", "")) != LLM or attrs.get(SDK_PARENT_LLM_SPAN):
+    if kind_of(attrs.get(semconv.OPERATION, "")) != LLM or attrs.get(semconv.PARENT_LLM_SPAN):
         return None
     start = row_time_ns(row["Timestamp"])
-    tokens = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
+    tokens = attrs.get(semconv.INPUT_TOKENS), attrs.get(semconv.OUTPUT_TOKENS)
     return _Call(
         row["TraceId"], row["SpanId"], row["ParentSpanId"], start, start + int(row["Duration"]),
         next((attrs[k] for k in _MODEL_KEYS if attrs.get(k)), ""), row["ScopeName"],
         failed=row["StatusCode"] == "Error",
-        response_id=attrs.get(_RESPONSE_ID) or _openinference_response_id(attrs),
+        response_id=attrs.get(semconv.RESPONSE_ID) or _openinference_response_id(attrs),
         usage=(tokens[0], tokens[1]) if tokens[0] and tokens[1] else None,
-        prompt=prompt_hash(attrs.get("gen_ai.input.messages", "")),
+        prompt=prompt_hash(attrs.get(semconv.INPUT_MESSAGES, "")),
     )
 
 
@@ -231,13 +229,13 @@ def _mark(outer: _Call, inner: _Call, here: dict[tuple[str, str], tuple[_Call, d
     inner_here = here.get((inner.trace_id, inner.span_id))
     if outer_here is not None:
         outer.dropped = True
-        outer_here[1]["SpanAttributes"].setdefault(SAME_CALL_AS, inner.span_id)
+        outer_here[1]["SpanAttributes"].setdefault(semconv.SAME_CALL_AS, inner.span_id)
         if inner_here is not None:
             _fill(inner_here[1]["SpanAttributes"], outer_here[1]["SpanAttributes"])
     elif inner_here is not None and not outer.dropped:
         # the outer row arrived first and is counted already: the inner one is the repeat
         inner.dropped = True
-        inner_here[1]["SpanAttributes"].setdefault(SAME_CALL_AS, outer.span_id)
+        inner_here[1]["SpanAttributes"].setdefault(semconv.SAME_CALL_AS, outer.span_id)
 
 
 def _fill(inner: dict[str, str], outer: dict[str, str]) -> None:
@@ -251,8 +249,8 @@ def counted_span_id(row: Mapping[str, Any]) -> str:
     it repeats when it is the marked half of a pair, else its own. Detections found on either half
     of a pair are the call's, so they carry this id."""
     attrs = row.get("SpanAttributes") or {}
-    if attrs.get(SAME_CALL_AS):
-        return str(attrs[SAME_CALL_AS])
-    if attrs.get(SDK_PARENT_LLM_SPAN) and kind_of(attrs.get("gen_ai.operation.name", "")) == LLM:
-        return str(attrs[SDK_PARENT_LLM_SPAN])  # the SDK's span over it is the counted row
+    if attrs.get(semconv.SAME_CALL_AS):
+        return str(attrs[semconv.SAME_CALL_AS])
+    if attrs.get(semconv.PARENT_LLM_SPAN) and kind_of(attrs.get(semconv.OPERATION, "")) == LLM:
+        return str(attrs[semconv.PARENT_LLM_SPAN])  # the SDK's span over it is the counted row
     return str(row["SpanId"])

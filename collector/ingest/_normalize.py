@@ -25,41 +25,29 @@ from typing import Any
 import orjson
 
 from infersight.detectors import row_time_ns
-from infersight.sdk import classify_error
+from infersight.sdk import classify_error, semconv
 
 from ..store import LLM, kind_of, operation_of
 
-OPERATION = "gen_ai.operation.name"
-TTFT_S = "gen_ai.response.time_to_first_chunk"
-FINISH_REASONS = "gen_ai.response.finish_reasons"
-INPUT_MESSAGES = "gen_ai.input.messages"
-OUTPUT_MESSAGES = "gen_ai.output.messages"
-ERROR_TYPE = "error.type"
-ERROR_CLASS = "infersight.error.class"
-USER = "infersight.user.id"
-SESSION = "gen_ai.conversation.id"  # GenAI's name for a conversation (a session): no infersight.* twin
-OUTPUT_TYPE = "gen_ai.output.type"
-JSON_SCHEMA = "infersight.json_schema"
-TOOL_DEFINITIONS = "gen_ai.tool.definitions"
-FINISH_REASONS_ORIGINAL = "infersight.finish_reasons.original"
-# OpenInference's request, as JSON, without messages (and, from its OpenAI client, without tools).
-INVOCATION_PARAMETERS = "llm.invocation_parameters"
 # The same ceiling as the SDK's: a schema is read by the JSON detector for every answer.
 MAX_SCHEMA_CHARS = 16_384
 
 # canonical name <- the other vocabularies' names for it, first present wins
 _ALIASES: dict[str, tuple[str, ...]] = {
-    "gen_ai.request.model": ("llm.model_name",),
-    "gen_ai.provider.name": ("gen_ai.system", "llm.provider", "llm.system"),
-    "gen_ai.usage.input_tokens": ("gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens"),
-    "gen_ai.usage.output_tokens": (
-        "gen_ai.usage.completion_tokens", "llm.token_count.completion", "llm.usage.completion_tokens",
+    semconv.REQUEST_MODEL: (semconv.OPENINFERENCE_MODEL_NAME,),
+    semconv.PROVIDER: (semconv.DEPRECATED_SYSTEM, semconv.OPENINFERENCE_PROVIDER, semconv.OPENINFERENCE_SYSTEM),
+    semconv.INPUT_TOKENS: (
+        semconv.DEPRECATED_PROMPT_TOKENS, semconv.OPENINFERENCE_PROMPT_TOKENS, semconv.OPENLLMETRY_PROMPT_TOKENS,
     ),
-    "gen_ai.usage.cache_read.input_tokens": ("llm.token_count.prompt_details.cache_read",),
-    "gen_ai.usage.cache_creation.input_tokens": ("llm.token_count.prompt_details.cache_write",),
-    "gen_ai.usage.reasoning.output_tokens": ("llm.token_count.completion_details.reasoning",),
-    USER: ("user.id", "traceloop.association.properties.user_id"),
-    SESSION: ("session.id", "traceloop.association.properties.session_id"),
+    semconv.OUTPUT_TOKENS: (
+        semconv.DEPRECATED_COMPLETION_TOKENS, semconv.OPENINFERENCE_COMPLETION_TOKENS,
+        semconv.OPENLLMETRY_COMPLETION_TOKENS,
+    ),
+    semconv.CACHE_READ_TOKENS: (semconv.OPENINFERENCE_CACHE_READ_TOKENS,),
+    semconv.CACHE_CREATION_TOKENS: (semconv.OPENINFERENCE_CACHE_WRITE_TOKENS,),
+    semconv.REASONING_TOKENS: (semconv.OPENINFERENCE_REASONING_TOKENS,),
+    semconv.USER: (semconv.OPENINFERENCE_USER, semconv.OPENLLMETRY_USER),
+    semconv.CONVERSATION_ID: (semconv.OPENINFERENCE_SESSION, semconv.OPENLLMETRY_SESSION),
 }
 # The first streamed chunk, as each package records it: OpenInference once, OpenLLMetry per chunk.
 _FIRST_CHUNK_EVENTS = frozenset({
@@ -71,10 +59,10 @@ _CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
 # asked for a tool) would otherwise have two answers.
 _FINISH_REASON_ALIASES = {"tool_call": "tool_calls", "function_call": "tool_calls"}
 _SCALAR_PARAMETERS = {
-    "temperature": "gen_ai.request.temperature", "top_p": "gen_ai.request.top_p",
-    "max_tokens": "gen_ai.request.max_tokens", "max_completion_tokens": "gen_ai.request.max_tokens",
-    "seed": "gen_ai.request.seed", "frequency_penalty": "gen_ai.request.frequency_penalty",
-    "presence_penalty": "gen_ai.request.presence_penalty",
+    "temperature": semconv.REQUEST_TEMPERATURE, "top_p": semconv.REQUEST_TOP_P,
+    "max_tokens": semconv.REQUEST_MAX_TOKENS, "max_completion_tokens": semconv.REQUEST_MAX_TOKENS,
+    "seed": semconv.REQUEST_SEED, "frequency_penalty": semconv.REQUEST_FREQUENCY_PENALTY,
+    "presence_penalty": semconv.REQUEST_PRESENCE_PENALTY,
 }
 
 
@@ -93,8 +81,8 @@ _FIRST_OUTPUT_KEYS = _first_message_keys("llm.output_messages", "gen_ai.completi
 def normalize(row: dict[str, Any]) -> None:
     """Add the canonical attributes to one ``otel_traces`` row (as ``to_rows`` builds it), in place."""
     attrs: dict[str, str] = row["SpanAttributes"]
-    if OPERATION not in attrs and (operation := operation_of(attrs)):
-        attrs[OPERATION] = operation
+    if semconv.OPERATION not in attrs and (operation := operation_of(attrs)):
+        attrs[semconv.OPERATION] = operation
     for canonical, aliases in _ALIASES.items():
         if canonical not in attrs:
             for alias in aliases:
@@ -102,47 +90,49 @@ def normalize(row: dict[str, Any]) -> None:
                 if value:
                     attrs[canonical] = value
                     break
-    if FINISH_REASONS not in attrs:
+    if semconv.FINISH_REASONS not in attrs:
         _add_finish_reasons(attrs)
-    elif "_call" in attrs[FINISH_REASONS]:
+    elif "_call" in attrs[semconv.FINISH_REASONS]:
         _canonical_finish_reasons(attrs)
-    if row["StatusCode"] == "Error" or ERROR_TYPE in attrs:
+    if row["StatusCode"] == "Error" or semconv.ERROR_TYPE in attrs:
         _add_error_type(attrs, row)
-    if kind_of(attrs.get(OPERATION, "")) != LLM:
+    if kind_of(attrs.get(semconv.OPERATION, "")) != LLM:
         return
-    if TTFT_S not in attrs and row["Events.Name"]:
+    if semconv.TTFT_S not in attrs and row["Events.Name"]:
         _add_ttft(attrs, row)
-    if INVOCATION_PARAMETERS in attrs:
+    if semconv.OPENINFERENCE_INVOCATION_PARAMETERS in attrs:
         _add_invocation_parameters(attrs)
-    if TOOL_DEFINITIONS not in attrs and "llm.tools.0.tool.json_schema" in attrs:
+    if semconv.TOOL_DEFINITIONS not in attrs and "llm.tools.0.tool.json_schema" in attrs:
         _add_tool_definitions(attrs, _indexed_tools(attrs))
-    if OUTPUT_TYPE not in attrs and (schema := attrs.get("gen_ai.request.structured_output_schema")):
+    if semconv.OUTPUT_TYPE not in attrs and (schema := attrs.get(semconv.OPENLLMETRY_STRUCTURED_OUTPUT_SCHEMA)):
         _add_output_type(attrs, {"type": "json_schema", "json_schema": {"schema": _loads(schema)}})
-    if INPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_INPUT_KEYS):
-        _add_messages(attrs, INPUT_MESSAGES, ("llm.input_messages", "gen_ai.prompt"), "input", "user")
-    if OUTPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_OUTPUT_KEYS):
-        _add_messages(attrs, OUTPUT_MESSAGES, ("llm.output_messages", "gen_ai.completion"), "output", "assistant")
+    if semconv.INPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_INPUT_KEYS):
+        _add_messages(attrs, semconv.INPUT_MESSAGES, ("llm.input_messages", "gen_ai.prompt"), "input", "user")
+    if semconv.OUTPUT_MESSAGES not in attrs and any(key in attrs for key in _FIRST_OUTPUT_KEYS):
+        _add_messages(
+            attrs, semconv.OUTPUT_MESSAGES, ("llm.output_messages", "gen_ai.completion"), "output", "assistant"
+        )
 
 
 def _add_finish_reasons(attrs: dict[str, str]) -> None:
     # OpenInference: one string; older OpenLLMetry: per completion choice.
-    reasons = [attrs["llm.finish_reason"]] if attrs.get("llm.finish_reason") else []
+    reasons = [attrs[semconv.OPENINFERENCE_FINISH_REASON]] if attrs.get(semconv.OPENINFERENCE_FINISH_REASON) else []
     i = 0
     while reason := attrs.get(f"gen_ai.completion.{i}.finish_reason"):
         reasons.append(reason)
         i += 1
     if reasons:
-        attrs[FINISH_REASONS] = orjson.dumps([_FINISH_REASON_ALIASES.get(r, r) for r in reasons]).decode()
+        attrs[semconv.FINISH_REASONS] = orjson.dumps([_FINISH_REASON_ALIASES.get(r, r) for r in reasons]).decode()
 
 
 def _canonical_finish_reasons(attrs: dict[str, str]) -> None:
     """Rewrite aliases in place (the list is the canonical attribute), keeping the original."""
-    raw = attrs[FINISH_REASONS]
+    raw = attrs[semconv.FINISH_REASONS]
     reasons = _loads(raw)
     if not isinstance(reasons, list) or not any(r in _FINISH_REASON_ALIASES for r in reasons if isinstance(r, str)):
         return
-    attrs[FINISH_REASONS_ORIGINAL] = raw
-    attrs[FINISH_REASONS] = orjson.dumps(
+    attrs[semconv.FINISH_REASONS_ORIGINAL] = raw
+    attrs[semconv.FINISH_REASONS] = orjson.dumps(
         [_FINISH_REASON_ALIASES.get(r, r) if isinstance(r, str) else r for r in reasons]
     ).decode()
 
@@ -155,20 +145,20 @@ def finish_reasons_json(reasons: Sequence[str]) -> str:
 def _add_invocation_parameters(attrs: dict[str, str]) -> None:
     """What OpenInference keeps in one JSON string: the response format (so the JSON detector
     checks the answer), tools, and the sampling parameters GenAI names one by one."""
-    params = _loads(attrs[INVOCATION_PARAMETERS])
+    params = _loads(attrs[semconv.OPENINFERENCE_INVOCATION_PARAMETERS])
     if not isinstance(params, dict):
         return
-    if OUTPUT_TYPE not in attrs and isinstance(fmt := params.get("response_format"), dict):
+    if semconv.OUTPUT_TYPE not in attrs and isinstance(fmt := params.get("response_format"), dict):
         _add_output_type(attrs, fmt)
-    if TOOL_DEFINITIONS not in attrs and isinstance(tools := params.get("tools"), list):
+    if semconv.TOOL_DEFINITIONS not in attrs and isinstance(tools := params.get("tools"), list):
         _add_tool_definitions(attrs, tools)
     for name, canonical in _SCALAR_PARAMETERS.items():
         value = params.get(name)
         if canonical not in attrs and isinstance(value, (int, float)) and not isinstance(value, bool):
             attrs[canonical] = repr(value)
     stop = params.get("stop")
-    if "gen_ai.request.stop_sequences" not in attrs and stop:
-        attrs["gen_ai.request.stop_sequences"] = orjson.dumps([stop] if isinstance(stop, str) else stop).decode()
+    if semconv.REQUEST_STOP_SEQUENCES not in attrs and stop:
+        attrs[semconv.REQUEST_STOP_SEQUENCES] = orjson.dumps([stop] if isinstance(stop, str) else stop).decode()
 
 
 def _add_output_type(attrs: dict[str, str], fmt: Mapping[str, Any]) -> None:
@@ -176,13 +166,13 @@ def _add_output_type(attrs: dict[str, str], fmt: Mapping[str, Any]) -> None:
     # {"name": ..., "schema": {...}}}; "text" is no promise of JSON.
     if fmt.get("type") not in ("json_object", "json_schema"):
         return
-    attrs[OUTPUT_TYPE] = "json"
+    attrs[semconv.OUTPUT_TYPE] = "json"
     spec = fmt.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
-    if JSON_SCHEMA not in attrs and isinstance(schema, dict):
+    if semconv.JSON_SCHEMA not in attrs and isinstance(schema, dict):
         text = orjson.dumps(schema).decode()
         if len(text) <= MAX_SCHEMA_CHARS:
-            attrs[JSON_SCHEMA] = text
+            attrs[semconv.JSON_SCHEMA] = text
 
 
 def _indexed_tools(attrs: Mapping[str, str]) -> list[Any]:
@@ -206,7 +196,7 @@ def _add_tool_definitions(attrs: dict[str, str], tools: Sequence[Any]) -> None:
         flat = {"type": tool.get("type", "function"), **inner} if isinstance(inner, dict) else dict(tool)
         out.append(flat)
     if out:
-        attrs[TOOL_DEFINITIONS] = orjson.dumps(out).decode()
+        attrs[semconv.TOOL_DEFINITIONS] = orjson.dumps(out).decode()
 
 
 def _loads(text: str) -> Any:
@@ -219,23 +209,23 @@ def _loads(text: str) -> Any:
 def _add_ttft(attrs: dict[str, str], row: Mapping[str, Any]) -> None:
     for name, at in zip(row["Events.Name"], row["Events.Timestamp"], strict=False):
         if name in _FIRST_CHUNK_EVENTS:
-            attrs[TTFT_S] = repr(max(row_time_ns(at) - row_time_ns(row["Timestamp"]), 0) / 1e9)
+            attrs[semconv.TTFT_S] = repr(max(row_time_ns(at) - row_time_ns(row["Timestamp"]), 0) / 1e9)
             return
 
 
 def _add_error_type(attrs: dict[str, str], row: Mapping[str, Any]) -> None:
-    raw = attrs.get(ERROR_TYPE) or _exception_type(row)
+    raw = attrs.get(semconv.ERROR_TYPE) or _exception_type(row)
     if not raw:
         return
     short = _short_name(raw)
     if raw != short:
-        if ERROR_TYPE in attrs:
-            attrs["infersight.error.type.original"] = raw
-        attrs[ERROR_TYPE] = short
-    elif ERROR_TYPE not in attrs:
-        attrs[ERROR_TYPE] = short
-    if ERROR_CLASS not in attrs and row["StatusCode"] == "Error":
-        attrs[ERROR_CLASS] = _error_class(short)
+        if semconv.ERROR_TYPE in attrs:
+            attrs[semconv.ERROR_TYPE_ORIGINAL] = raw
+        attrs[semconv.ERROR_TYPE] = short
+    elif semconv.ERROR_TYPE not in attrs:
+        attrs[semconv.ERROR_TYPE] = short
+    if semconv.ERROR_CLASS not in attrs and row["StatusCode"] == "Error":
+        attrs[semconv.ERROR_CLASS] = _error_class(short)
 
 
 def _exception_type(row: Mapping[str, Any]) -> str:
@@ -270,7 +260,7 @@ def _add_messages(attrs: dict[str, str], key: str, prefixes: Sequence[str], valu
         messages = _plain_value(attrs, value_key, role)
     if not messages:
         return
-    if key == OUTPUT_MESSAGES and (reasons := attrs.get(FINISH_REASONS)):
+    if key == semconv.OUTPUT_MESSAGES and (reasons := attrs.get(semconv.FINISH_REASONS)):
         first = _first_reason(reasons)
         if first:
             messages[0]["finish_reason"] = first

@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from infersight.detectors import row_time_day, row_time_text
+from infersight.sdk import semconv
 
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
@@ -28,7 +29,6 @@ from ._normalize import normalize
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-PROJECT_ATTRIBUTE = "infersight.project"
 
 _KIND = {0: "Unspecified", 1: "Internal", 2: "Server", 3: "Client", 4: "Producer", 5: "Consumer"}
 _STATUS = {0: "Unset", 1: "Ok", 2: "Error"}
@@ -274,7 +274,7 @@ def to_rows(
     seen: set[bytes] = set()
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
-        resource[PROJECT_ATTRIBUTE] = project
+        resource[semconv.PROJECT] = project
         service = resource.get("service.name", "")
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope

@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from infersight.detectors import row_time_text
+from infersight.sdk import semconv
 
 from .._settings import IngestWindow
 from ..errors import BadRequest
@@ -141,7 +142,7 @@ def _finish_reasons(name: str, attributes: dict[str, str], body: Any) -> str:
     """The event's finish reasons as ``gen_ai.response.finish_reasons`` writes them, or ``""``."""
     if name == "gen_ai.choice" and isinstance(body, dict) and isinstance(reason := body.get("finish_reason"), str):
         return finish_reasons_json([reason])
-    raw = attributes.get("gen_ai.response.finish_reasons", "")
+    raw = attributes.get(semconv.FINISH_REASONS, "")
     try:
         reasons = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:

@@ -13,17 +13,16 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
 from infersight.detectors import row_time_text
+from infersight.sdk import semconv
 
 from .._settings import IngestWindow
 from ..errors import BadRequest
 from ._otlp import PROTOBUF
 
-QUEUE_DEPTH = "infersight.queue.depth"
-QUEUE_OLDEST_AGE = "infersight.queue.oldest_age"
-QUEUE_NAME = "infersight.queue.name"
 # Which process reported a sample, first present wins: replicas of one service report the same
 # queue name, and merging them would hide one stalled replica behind the others.
 _INSTANCE_KEYS = ("service.instance.id", "k8s.pod.name")
+_QUEUE_GAUGES = (semconv.QUEUE_DEPTH_METRIC, semconv.QUEUE_OLDEST_AGE_METRIC)
 
 
 def _instance(attributes: dict[str, str]) -> str:
@@ -69,10 +68,10 @@ def queue_rows(
         service, instance = resource.get("service.name", ""), _instance(resource)
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
-                if metric.name not in (QUEUE_DEPTH, QUEUE_OLDEST_AGE) or metric.WhichOneof("data") != "gauge":
+                if metric.name not in _QUEUE_GAUGES or metric.WhichOneof("data") != "gauge":
                     continue
                 for point in metric.gauge.data_points:
-                    queue = next((kv.value.string_value for kv in point.attributes if kv.key == QUEUE_NAME), "")
+                    queue = next((kv.value.string_value for kv in point.attributes if kv.key == semconv.QUEUE_NAME), "")
                     if not earliest <= point.time_unix_nano <= latest:
                         if rejected is not None:
                             rejected.append(
@@ -87,7 +86,7 @@ def queue_rows(
                         "ts": row_time_text(point.time_unix_nano),
                         "depth": 0.0, "oldest_age_s": None,
                     })
-                    row["depth" if metric.name == QUEUE_DEPTH else "oldest_age_s"] = value
+                    row["depth" if metric.name == semconv.QUEUE_DEPTH_METRIC else "oldest_age_s"] = value
     return list(merged.values())
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from infersight.sdk import semconv
+
 LLM = "llm"
 EMBEDDING = "embedding"
 RETRIEVAL = "retrieval"
@@ -60,9 +62,9 @@ def operation_of(attributes: Mapping[str, str]) -> str:
     GenAI's ``gen_ai.operation.name``, else the OpenInference span kind, else OpenLLMetry's
     ``llm.request.type``; ``""`` for a span that is no GenAI work."""
     return (
-        attributes.get("gen_ai.operation.name")
-        or OPENINFERENCE_OPERATIONS.get(attributes.get("openinference.span.kind", ""))
-        or attributes.get("llm.request.type")
+        attributes.get(semconv.OPERATION)
+        or OPENINFERENCE_OPERATIONS.get(attributes.get(semconv.OPENINFERENCE_SPAN_KIND, ""))
+        or attributes.get(semconv.OPENLLMETRY_REQUEST_TYPE)
         or ""
     )
 

@@ -28,9 +28,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from infersight import sdk
-from infersight.collector._fake_llm import FakeLLM
 from infersight.collector.alerts._digest import build_digest
 from infersight.dashboards._report import weekly_data
+from infersight.demo import FakeLLM
 from tests.collector.test_foreign_instrumentations import instrumentors, openai_restored
 from tests.conftest import wait_for
 

@@ -17,8 +17,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from infersight.collector._fake_llm import FakeLLM
 from infersight.collector._server import CollectorProcess
+from infersight.demo import FakeLLM
 from tests.conftest import free_port, wait_for
 
 MODEL = "gpt-4o-mini"

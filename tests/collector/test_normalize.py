@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from infersight.collector._fake_llm import FakeLLM
+from infersight.demo import FakeLLM
 from tests.collector.test_foreign_instrumentations import openai_restored
 from tests.conftest import wait_for
 

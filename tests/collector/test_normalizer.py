@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from infersight.collector.ingest._nesting import SAME_CALL_AS, _Recent, mark_same_calls
+from infersight.collector.ingest._nesting import _Recent, mark_same_calls
 from infersight.collector.ingest._normalize import normalize
+from infersight.sdk import semconv
 
 T0 = 1_700_000_000 * 10**9
 
@@ -125,8 +126,8 @@ def test_a_child_llm_span_is_the_call_and_its_parent_gives_the_attribution():
     outer = llm("o", **{"infersight.user.id": "u", "infersight.tenant.id": "acme"})
     inner = llm("i", parent="o", start=T0 + 1, duration=10**8, **{"gen_ai.usage.input_tokens": "5"})
     mark_same_calls([inner, outer], _Recent(16))
-    assert outer["SpanAttributes"][SAME_CALL_AS] == "i"
-    assert SAME_CALL_AS not in inner["SpanAttributes"]
+    assert outer["SpanAttributes"][semconv.SAME_CALL_AS] == "i"
+    assert semconv.SAME_CALL_AS not in inner["SpanAttributes"]
     a = inner["SpanAttributes"]
     assert (a["infersight.user.id"], a["infersight.tenant.id"]) == ("u", "acme")
 
@@ -136,7 +137,7 @@ USAGE = {"gen_ai.usage.input_tokens": "12", "gen_ai.usage.output_tokens": "30"}
 
 def marks(*rows: dict[str, Any]) -> list[str | None]:
     mark_same_calls(list(rows), _Recent(16))
-    return [r["SpanAttributes"].get(SAME_CALL_AS) for r in rows]
+    return [r["SpanAttributes"].get(semconv.SAME_CALL_AS) for r in rows]
 
 
 def test_a_sibling_inside_another_instrumentations_span_is_the_same_call_on_evidence():
@@ -218,7 +219,7 @@ def test_concurrent_calls_of_one_instrumentation_are_not_the_same_call():
     a = llm("a", parent="r", scope="openai")
     b = llm("b", parent="r", start=T0 + 10, duration=10**8, scope="openai")
     mark_same_calls([a, b], _Recent(16))
-    assert SAME_CALL_AS not in a["SpanAttributes"] and SAME_CALL_AS not in b["SpanAttributes"]
+    assert semconv.SAME_CALL_AS not in a["SpanAttributes"] and semconv.SAME_CALL_AS not in b["SpanAttributes"]
 
 
 def test_a_pair_split_across_requests_is_recognised_in_either_order():
@@ -226,12 +227,12 @@ def test_a_pair_split_across_requests_is_recognised_in_either_order():
     inner, outer = llm("i", parent="o", duration=10), llm("o")
     mark_same_calls([inner], recent)  # inner spans end, so are exported, first
     mark_same_calls([outer], recent)
-    assert outer["SpanAttributes"][SAME_CALL_AS] == "i" and SAME_CALL_AS not in inner["SpanAttributes"]
+    assert outer["SpanAttributes"][semconv.SAME_CALL_AS] == "i" and semconv.SAME_CALL_AS not in inner["SpanAttributes"]
     recent = _Recent(16)
     outer, inner = llm("o"), llm("i", parent="o", duration=10)
     mark_same_calls([outer], recent)  # the outer one is stored already: the inner one is left out
     mark_same_calls([inner], recent)
-    assert inner["SpanAttributes"][SAME_CALL_AS] == "o" and SAME_CALL_AS not in outer["SpanAttributes"]
+    assert inner["SpanAttributes"][semconv.SAME_CALL_AS] == "o" and semconv.SAME_CALL_AS not in outer["SpanAttributes"]
 
 
 def test_spans_the_sdk_marked_and_other_kinds_are_left_alone():
@@ -240,7 +241,7 @@ def test_spans_the_sdk_marked_and_other_kinds_are_left_alone():
     retrieval = row({"gen_ai.operation.name": "retrieval"}, span="r", parent="o")
     mark_same_calls([sdk_span, provider_span, retrieval], _Recent(16))
     for r in (sdk_span, provider_span, retrieval):
-        assert SAME_CALL_AS not in r["SpanAttributes"]
+        assert semconv.SAME_CALL_AS not in r["SpanAttributes"]
 
 
 def test_the_memory_is_bounded_and_forgets_the_oldest_traces():
@@ -255,7 +256,7 @@ def test_the_memory_is_bounded_and_forgets_the_oldest_traces():
 def test_a_bulk_load_of_one_trace_is_linear():
     rows = [llm(f"{i:016x}") for i in range(40_000)]  # one trace, one parent, one scope: 1.6e9 pairs if compared
     mark_same_calls(rows, _Recent(16))
-    assert not any(SAME_CALL_AS in r["SpanAttributes"] for r in rows)
+    assert not any(semconv.SAME_CALL_AS in r["SpanAttributes"] for r in rows)
 
 
 def test_openinference_invocation_parameters_give_the_output_type_schema_tools_and_sampling():

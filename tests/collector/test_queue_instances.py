@@ -7,8 +7,9 @@ import time
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from infersight.collector.ingest._otlp_metrics import QUEUE_DEPTH, QUEUE_NAME, queue_rows
+from infersight.collector.ingest._otlp_metrics import queue_rows
 from infersight.collector.store import encode_rows, queues
+from infersight.sdk import semconv
 
 
 def replica(request: ExportMetricsServiceRequest, resource: dict[str, object], depth: float, at_ns: int) -> None:
@@ -17,10 +18,10 @@ def replica(request: ExportMetricsServiceRequest, resource: dict[str, object], d
         rm.resource.attributes.append(KeyValue(key=key, value=AnyValue(int_value=value) if isinstance(value, int)
                                                else AnyValue(string_value=str(value))))
     metric = rm.scope_metrics.add().metrics.add()
-    metric.name = QUEUE_DEPTH
+    metric.name = semconv.QUEUE_DEPTH_METRIC
     point = metric.gauge.data_points.add()
     point.time_unix_nano, point.as_double = at_ns, depth
-    point.attributes.append(KeyValue(key=QUEUE_NAME, value=AnyValue(string_value="jobs")))
+    point.attributes.append(KeyValue(key=semconv.QUEUE_NAME, value=AnyValue(string_value="jobs")))
 
 
 def test_each_replica_is_its_own_series():

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from infersight.collector.store import Store, encode_rows
+from infersight.demo import FakeJudge
 from infersight.judges import CircuitBreaker, JudgeClient
-from infersight.judges._fake_judge import FakeJudge
 
 JUDGE_PRICES = {"input_mtok": 1.0, "output_mtok": 2.0}
 # FakeJudge reports 1000 prompt and 50 completion tokens per answer.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from infersight import judges
 
 EXPECTED = [
-    "Budget", "CircuitBreaker", "CircuitOpen", "Comparison", "FakeJudge", "GateResult", "InvalidVerdict", "Judge",
+    "Budget", "CircuitBreaker", "CircuitOpen", "Comparison", "GateResult", "InvalidVerdict", "Judge",
     "JudgeCallError", "JudgeClient", "JudgeError", "JudgeLoop", "JudgeRejected", "JudgeRunner",
     "JudgeSettings", "Judgement", "Message", "PairedScore", "Panel", "PanelError", "PanelItem", "Rubric",
     "RubricError", "RubricVersionError", "RunReport", "SampledSpan", "Sampler", "SamplingPolicy",

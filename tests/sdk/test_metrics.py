@@ -9,7 +9,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from infersight import sdk
-from infersight.sdk._metrics import DURATION_BUCKETS_S, QUEUE_DEPTH, TTFT_BUCKETS_S
+from infersight.sdk import semconv
+from infersight.sdk._metrics import DURATION_BUCKETS_S, TTFT_BUCKETS_S
 
 from .otlp_server import OtlpServer
 
@@ -87,7 +88,7 @@ def test_own_metric_export_carries_histograms_only_when_asked(genai_metrics):
         ask()
         sdk.shutdown(timeout_s=5)  # the meter provider exports what it holds on shutdown
         watch.stop()
-        assert QUEUE_DEPTH in server.metric_names
+        assert semconv.QUEUE_DEPTH_METRIC in server.metric_names
         assert (server.metric_names >= HISTOGRAMS) is bool(genai_metrics)
     finally:
         server.stop()

@@ -12,7 +12,7 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from infersight import sdk
-from infersight.collector._fake_llm import FakeLLM
+from infersight.demo import FakeLLM
 
 MESSAGES = [{"role": "user", "content": "Where is my invoice? Mail me at jane.doe@example.com"}]
 

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from infersight import sdk
-from infersight.collector._fake_llm import FakeLLM
+from infersight.demo import FakeLLM
 
 
 @pytest.fixture(scope="module")
