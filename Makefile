@@ -24,7 +24,7 @@ test: $(STAMP) lint
 		($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null) \
 			|| echo "could not install chromium: the browser test will be skipped"; \
 	fi
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 demo: $(STAMP)
 	$(VENV)/bin/infersight demo $(DEMO_ARGS)
