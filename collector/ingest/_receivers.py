@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -75,44 +77,20 @@ async def receive_traces(request: Request) -> Response:
     response = ExportTraceServiceResponse()
     if rejected:
         counters.add("spans_rejected", len(rejected))
-        response.partial_success.rejected_spans = len(rejected)
-        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
-        response.partial_success.error_message = "; ".join(rejected[:3]) + more
+    _partial_success(response, "rejected_spans", rejected)
     return _encode(response, media, 200)
 
 
 async def receive_metrics(request: Request) -> Response:
-    """OTLP metrics: the SDK's queue gauges are stored in ``queue_depth``; others are accepted."""
-    settings: Settings = request.app.state.settings
-    counters: Counters = request.app.state.counters
-    try:
-        media = _otlp.media_type(request.headers.get("content-type"))
-    except BadRequest as exc:
-        return _error(exc, _otlp.JSON)
-    try:
-        project = key_project(request)
-        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
-        # Off the event loop: a large metrics body decodes for seconds, and /healthz waits meanwhile.
-        rejected: list[str] = []
-        rows = await run_in_threadpool(_metric_rows, body, request.headers.get("content-encoding"), media,
-                                       settings, project, rejected)
-    except BadRequest as exc:
-        counters.add(f"rejected:{exc.status_code}")
-        return _error(exc, media)
-    if rows:
-        store: Store = request.app.state.store
-        try:
-            await run_in_threadpool(store.insert, "queue_depth", encode_rows(rows))
-        except StoreError as exc:  # gauges are resent every interval; no spool needed
-            if not exc.transient:  # a retry would be refused the same way: the sender must know
-                return _error(BadRequest(f"the store refused these data points: {exc}"), media)
-            return _unavailable(f"store unavailable: {exc}", media)
-    response = ExportMetricsServiceResponse()
-    if rejected:
-        response.partial_success.rejected_data_points = len(rejected)
-        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
-        response.partial_success.error_message = "; ".join(rejected[:3]) + more
-    return _encode(response, media, 200)
+    """OTLP metrics: the SDK's queue gauges are stored in ``queue_depth``; others are accepted.
+
+    Not spooled: gauges are resent every interval, so a store outage is a 503 and the next
+    interval brings the points again.
+    """
+    return await _receive_into_store(
+        request, _metric_rows, "queue_depth", "data points", ExportMetricsServiceResponse(),
+        "rejected_data_points", rows_token=False,
+    )
 
 
 async def receive_logs(request: Request) -> Response:
@@ -123,6 +101,22 @@ async def receive_logs(request: Request) -> Response:
     down is a 503 with ``Retry-After`` (the exporter keeps the records and retries); rows the
     store refuses are a 400, since a retry would be refused the same way.
     """
+    return await _receive_into_store(
+        request, _event_rows, "genai_events", "events", ExportLogsServiceResponse(),
+        "rejected_log_records", rows_token=True, counter="genai_events_received",
+    )
+
+
+RowsOf = Callable[[bytes, "str | None", str, Settings, str, list[str]], list[dict[str, Any]]]
+
+
+async def _receive_into_store(
+    request: Request, rows_of: RowsOf, table: str, what: str, response: Message, rejected_field: str,
+    *, rows_token: bool, counter: str | None = None,
+) -> Response:
+    """Decode off the event loop (a large body decodes for seconds, and /healthz waits meanwhile)
+    and insert straight into ``table``; answer 200 once stored, with the records refused one by
+    one in ``response``'s partial success (``rejected_field``)."""
     settings: Settings = request.app.state.settings
     counters: Counters = request.app.state.counters
     try:
@@ -133,7 +127,7 @@ async def receive_logs(request: Request) -> Response:
         project = key_project(request)
         body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         rejected: list[str] = []
-        rows = await run_in_threadpool(_event_rows, body, request.headers.get("content-encoding"), media,
+        rows = await run_in_threadpool(rows_of, body, request.headers.get("content-encoding"), media,
                                        settings, project, rejected)
     except BadRequest as exc:
         counters.add(f"rejected:{exc.status_code}")
@@ -142,20 +136,27 @@ async def receive_logs(request: Request) -> Response:
         store: Store = request.app.state.store
         encoded = encode_rows(rows)
         # Of the rows, not the body: a resent request may be compressed anew (gzip stamps a time).
-        token = hashlib.sha256(encoded).hexdigest()
+        token = hashlib.sha256(encoded).hexdigest() if rows_token else None
         try:
-            await run_in_threadpool(store.insert, "genai_events", encoded, dedup_token=token)
+            await run_in_threadpool(partial(store.insert, table, encoded, dedup_token=token))
         except StoreError as exc:
-            if not exc.transient:
-                return _error(BadRequest(f"the store refused these events: {exc}"), media)
+            if not exc.transient:  # a retry would be refused the same way: the sender must know
+                return _error(BadRequest(f"the store refused these {what}: {exc}"), media)
             return _unavailable(f"store unavailable: {exc}", media)
-        counters.add("genai_events_received", len(rows))
-    response = ExportLogsServiceResponse()
-    if rejected:
-        response.partial_success.rejected_log_records = len(rejected)
-        more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
-        response.partial_success.error_message = "; ".join(rejected[:3]) + more
+        if counter is not None:
+            counters.add(counter, len(rows))
+    _partial_success(response, rejected_field, rejected)
     return _encode(response, media, 200)
+
+
+def _partial_success(response: Message, field: str, rejected: list[str]) -> None:
+    """Say in ``response`` how many records were refused (``field``) and why, the first three."""
+    if not rejected:
+        return
+    partial_success = response.partial_success
+    setattr(partial_success, field, len(rejected))
+    more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+    partial_success.error_message = "; ".join(rejected[:3]) + more
 
 
 async def read_body(request: Request, limit_bytes: int, timeout_s: float) -> bytes:
