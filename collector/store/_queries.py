@@ -6,6 +6,7 @@ from typing import Any
 
 from ._base import Store
 from ._events import fill_finish_reasons
+from ._kinds import LLM
 from ._metrics import call_figures
 
 
@@ -60,7 +61,7 @@ def recent_spans(store: Store, project: str, since_ns: int, limit: int) -> list[
         " ORDER BY ts DESC LIMIT {limit:UInt32}",
         {"project": project, "since_ns": since_ns, "limit": limit},
     )
-    fill_finish_reasons(store, project, rows)
+    fill_finish_reasons(store, project, [row for row in rows if row["kind"] == LLM])
     return rows
 
 
