@@ -3,6 +3,7 @@ anatomy (queue wait, prefill, decode), prompt, output, detections and judge scor
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from typing import Any
@@ -13,6 +14,7 @@ from infersight.collector.store import (
     Store,
     call_detections,
     check_choice,
+    fill_finish_reasons,
     kind_of,
     operation_of,
     spend_of,
@@ -192,6 +194,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         per_span_scores[row["span_id"]].append(row)
 
     spans = [_span(row) for row in rows]
+    fill_finish_reasons(store, project, [s for s in spans if s["llm"]], trace_id)
     begin = min(s["start_ns"] - int((s["queue_before_s"] or 0) * NS) for s in spans)
     finish = max(s["start_ns"] + s["duration_ns"] for s in spans)
     for span in spans:
@@ -281,6 +284,7 @@ def _span(row: dict[str, Any]) -> dict[str, Any]:
         "cost_usd": cost,
         "usage_estimated": estimated,
         "ttft_s": ttft,
+        "finish_reason": _first_reason(attrs),
         "queue_wait_s": queue_wait,
         "queue_before_s": queue_before,
         "prefill_s": prefill if prefill is not None else _prefill(ttft, queue_wait, inside),
@@ -299,6 +303,16 @@ def _prefill(ttft: float | None, queue_wait: float | None, inside: bool) -> floa
     if ttft is None:
         return None
     return max(ttft - (queue_wait or 0.0), 0.0) if inside else ttft
+
+
+def _first_reason(attrs: dict[str, str]) -> str:
+    """The first finish reason, as llm_spans reads it (the ingest step wrote the canonical list)."""
+    try:
+        reasons = json.loads(attrs.get("gen_ai.response.finish_reasons") or "[]")
+    except ValueError:
+        reasons = None
+    first = reasons[0] if isinstance(reasons, list) and reasons else None
+    return first if isinstance(first, str) and first else attrs.get("llm.finish_reason", "")
 
 
 def _int(value: str | None) -> int | None:

@@ -18,6 +18,7 @@ from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
+from ._events import event_finish_reasons, fill_finish_reasons
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
@@ -48,6 +49,8 @@ __all__ = [
     "dead_letters",
     "detections",
     "encode_rows",
+    "event_finish_reasons",
+    "fill_finish_reasons",
     "held_spans",
     "histogram_sql",
     "insert_error",

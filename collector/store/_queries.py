@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._base import Store
+from ._events import fill_finish_reasons
+from ._kinds import LLM
 from ._metrics import call_figures
 
 
@@ -51,13 +53,16 @@ _SPAN_COLUMNS = (
 
 def recent_spans(store: Store, project: str, since_ns: int, limit: int) -> list[dict[str, Any]]:
     """The newest GenAI spans since ``since_ns``, newest first, at most ``limit``. Unknown tokens
-    and cost are ``None``; ``usage_estimated`` marks a cost priced from the SDK's estimated tokens."""
-    return store.query(
+    and cost are ``None``; ``usage_estimated`` marks a cost priced from the SDK's estimated tokens.
+    A span without a finish reason has the one its GenAI events carry (:func:`fill_finish_reasons`)."""
+    rows = store.query(
         f"SELECT {_SPAN_COLUMNS} FROM llm_spans"
         " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})"
         " ORDER BY ts DESC LIMIT {limit:UInt32}",
         {"project": project, "since_ns": since_ns, "limit": limit},
     )
+    fill_finish_reasons(store, project, [row for row in rows if row["kind"] == LLM])
+    return rows
 
 
 def call_detections(condition: str) -> str:

@@ -159,6 +159,69 @@ def test_openai_v2_events_arrive_on_v1_logs_joined_to_their_span(collector, stor
     assert json.loads(choice["finish_reasons"]) == ["stop"]
     body = json.loads(choice["body"])
     assert body.get("message", {}).get("content") == (answer if capture else None)
+    # The span carries no finish reason; every reader of the call shows the events' one.
+    assert row["finish_reason"] == "stop"
+    assert reason_on_trace_page(collector, trace_id, row["span_id"]) == "stop"
+
+
+def reason_on_trace_page(collector: Any, trace_id: str, span_id: str) -> str:
+    found = http.get(f"{collector.url}/api/v1/traces/{trace_id}")
+    assert found.status_code == 200, found.text
+    (span,) = [s for s in found.json()["spans"] if s["span_id"] == span_id]
+    return str(span["finish_reason"])
+
+
+@pytest.mark.parametrize("first", ["span", "events"])
+def test_openai_v2_finish_reason_is_read_whichever_of_span_and_events_arrives_first(
+        collector, store, monkeypatch, first):
+    """The span and its events come in separate requests, in either order: the call shows the
+    events' finish reason as soon as both are stored, and none before."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false")
+    llm = FakeLLM(latency_s=(0, 0)).start()
+    resource = Resource.create({"service.name": f"openai-v2-{first}-first"})
+    span_memory, log_memory = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    spans = TracerProvider(resource=resource)
+    spans.add_span_processor(SimpleSpanProcessor(span_memory))
+    logs = LoggerProvider(resource=resource)
+    logs.add_log_record_processor(SimpleLogRecordProcessor(log_memory))
+    inst = OpenAIInstrumentor()
+    with openai_restored():
+        inst.instrument(tracer_provider=spans, logger_provider=logs)
+        try:
+            with spans.get_tracer("app").start_as_current_span("request") as root:
+                client = openai.OpenAI(base_url=llm.url + "/v1", api_key="test", max_retries=0)
+                stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}],
+                                                        stream=True)
+                assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        finally:
+            inst.uninstrument()
+            llm.stop()
+    trace_id = trace_of(root)
+    span_exporter = OTLPSpanExporter(endpoint=collector.url + "/v1/traces")
+    log_exporter = OTLPLogExporter(endpoint=collector.url + "/v1/logs")
+    try:
+        if first == "span":
+            assert span_exporter.export(span_memory.get_finished_spans()).name == "SUCCESS"
+            (row,) = rows_of(collector, {trace_id}, 1)
+            assert row["finish_reason"] == ""  # nothing says yet how the call ended
+            assert log_exporter.export(log_memory.get_finished_logs()).name == "SUCCESS"
+        else:
+            assert log_exporter.export(log_memory.get_finished_logs()).name == "SUCCESS"
+            assert span_exporter.export(span_memory.get_finished_spans()).name == "SUCCESS"
+    finally:
+        span_exporter.shutdown()
+        log_exporter.shutdown()
+        spans.shutdown()
+        logs.shutdown()
+    (row,) = rows_of(collector, {trace_id}, 1)
+    assert row["finish_reason"] == "stop"
+    assert reason_on_trace_page(collector, trace_id, row["span_id"]) == "stop"
 
 
 def logs_body(trace_id: str, span_id: str, at_ns: int) -> dict[str, Any]:
