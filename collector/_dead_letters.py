@@ -3,6 +3,8 @@ collector's API (the collector owns its store; this works on either backend)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 import httpx
 
@@ -17,7 +19,7 @@ def dead_letters_cli() -> None:
     """Acknowledged requests the store refused (set aside whole, with the reason)."""
 
 
-def _call(method: str, url: str, path: str, key: str | None) -> dict:
+def _call(method: str, url: str, path: str, key: str | None) -> dict[str, Any]:
     headers = {"authorization": f"Bearer {key}"} if key else {}
     try:
         response = httpx.request(method, url.rstrip("/") + path, headers=headers, timeout=600)
@@ -25,7 +27,8 @@ def _call(method: str, url: str, path: str, key: str | None) -> dict:
         raise click.ClickException(f"cannot reach the collector at {url}: {exc}") from exc
     if response.status_code != 200:
         raise click.ClickException(f"the collector answered {response.status_code}: {response.text[:500]}")
-    return response.json()
+    body: dict[str, Any] = response.json()  # the API answers a JSON object
+    return body
 
 
 @dead_letters_cli.command("list")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import pairwise
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -59,9 +60,11 @@ def _nice_max(value: float) -> float:
         return 1.0
     exponent = math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
-        if step * 10 ** exponent >= value:
-            return step * 10 ** exponent
-    return 10 ** (exponent + 1)
+        top: float = step * 10 ** exponent  # int ** int is typed Any: a negative power is a float
+        if top >= value:
+            return top
+    last: float = 10 ** (exponent + 1)
+    return last
 
 
 def _time_label(unix_s: int, span_s: int, step_s: int = 0) -> str:
@@ -267,7 +270,7 @@ SEGMENT_COLORS = {
 }
 
 
-def waterfall(spans: Sequence[dict], total_s: float, *, link_prefix: str = "#span-") -> Markup:
+def waterfall(spans: Sequence[dict[str, Any]], total_s: float, *, link_prefix: str = "#span-") -> Markup:
     """A trace's spans as rows on one time axis, indented by depth.
 
     Each span needs ``name``, ``service``, ``depth``, ``offset_s`` (its start, from the trace
@@ -318,7 +321,7 @@ def waterfall(spans: Sequence[dict], total_s: float, *, link_prefix: str = "#spa
     return Markup("".join(parts))
 
 
-def percentile_series(points: Sequence[dict], measure: str, colors: Sequence[str] = PALETTE) -> list[Series]:
+def percentile_series(points: Sequence[dict[str, Any]], measure: str, colors: Sequence[str] = PALETTE) -> list[Series]:
     """p50, p95 and p99 lines of ``measure`` from rows of :func:`~._rollup.aggregate`."""
     return [
         Series(name, [p[measure][name] if p.get(measure) else None for p in points], colors[i], dashed=name == "p99")

@@ -118,7 +118,8 @@ def weekly_data(store: Store, project: str, monday: datetime, *, progress: bool 
     }
 
 
-def _headline(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict, qual_prev: dict) -> list[dict]:
+def _headline(lat: dict[str, Any], lat_prev: dict[str, Any], spend: dict[str, Any], spend_prev: dict[str, Any],
+              qual: dict[str, Any], qual_prev: dict[str, Any]) -> list[dict[str, Any]]:
     t, tp = lat["totals"], lat_prev["totals"]
     flagged = sum(d["spans"] for d in qual["detectors"])
     flagged_prev = sum(d["spans"] for d in qual_prev["detectors"])
@@ -150,7 +151,7 @@ def _headline(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: di
     return out
 
 
-def _per_name(current: list[dict], previous: list[dict]) -> list[dict]:
+def _per_name(current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
     before = {row["name"]: row for row in previous}
     out = []
     for row in current:
@@ -160,7 +161,7 @@ def _per_name(current: list[dict], previous: list[dict]) -> list[dict]:
     return out
 
 
-def _route_latency(current: list[dict], previous: list[dict]) -> list[dict]:
+def _route_latency(current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
     before = {row["route"]: row for row in previous}
     out = []
     for row in current:
@@ -170,7 +171,7 @@ def _route_latency(current: list[dict], previous: list[dict]) -> list[dict]:
     return out
 
 
-def _detectors(qual: dict, qual_prev: dict) -> list[dict]:
+def _detectors(qual: dict[str, Any], qual_prev: dict[str, Any]) -> list[dict[str, Any]]:
     before = {d["detector"]: d for d in qual_prev["detectors"]}
     now = {d["detector"]: d for d in qual["detectors"]}
     names = [d["detector"] for d in qual["detectors"]] + [n for n in before if n not in now]
@@ -183,9 +184,13 @@ def _detectors(qual: dict, qual_prev: dict) -> list[dict]:
     return out
 
 
-def _judge_cells(qual: dict) -> dict[tuple, dict[str, float]]:
+JudgeCell = tuple[str, str, int, str, str]
+"""(judge model, rubric id, rubric version, route, app version)."""
+
+
+def _judge_cells(qual: dict[str, Any]) -> dict[JudgeCell, dict[str, float]]:
     """(judge, rubric, version, route, app version) -> {week: mean}."""
-    out: dict[tuple, dict[str, float]] = {}
+    out: dict[JudgeCell, dict[str, float]] = {}
     for group in qual["judge"]["groups"]:
         for row in group["rows"]:
             key = (group["judge_model"], group["rubric_id"], group["rubric_version"],
@@ -194,8 +199,8 @@ def _judge_cells(qual: dict) -> dict[tuple, dict[str, float]]:
     return out
 
 
-def notable(lat: dict, lat_prev: dict, spend: dict, spend_prev: dict, qual: dict, qual_prev: dict,
-            alert_log: dict) -> list[dict[str, str]]:
+def notable(lat: dict[str, Any], lat_prev: dict[str, Any], spend: dict[str, Any], spend_prev: dict[str, Any],
+            qual: dict[str, Any], qual_prev: dict[str, Any], alert_log: dict[str, Any]) -> list[dict[str, str]]:
     """The week's notable items, worst first: each a ``kind`` and a one-line ``text``."""
     items: list[tuple[int, str, str]] = []
     total, total_prev = spend["totals"]["cost_usd"], spend_prev["totals"]["cost_usd"]

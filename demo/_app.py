@@ -24,8 +24,9 @@ from infersight import sdk
 from ._fake_llm import FakeLLM
 
 if TYPE_CHECKING:
-    from anthropic.types import MessageParam
-    from openai.types.chat import ChatCompletionMessageParam
+    from anthropic.types import Message, MessageParam
+    from openai import Stream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
     from openai.types.shared_params import ResponseFormatJSONObject
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
@@ -59,16 +60,16 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
         return documents[:2]
 
     @sdk.traced_llm(provider="openai", model="gpt-4o-mini", stream_guard=True)
-    def support(messages: list[ChatCompletionMessageParam]):
+    def support(messages: list[ChatCompletionMessageParam]) -> Stream[ChatCompletionChunk]:
         return oai.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True,
                                            stream_options={"include_usage": True})
 
     @sdk.traced_llm(provider="anthropic", model="claude-3-5-haiku-latest")
-    def summarize(messages: list[MessageParam]):
+    def summarize(messages: list[MessageParam]) -> Message:
         return claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=300, messages=messages)
 
     @sdk.traced_llm(provider="openai", model="gpt-4o")
-    def email(messages: list[ChatCompletionMessageParam], response_format: ResponseFormatJSONObject):
+    def email(messages: list[ChatCompletionMessageParam], response_format: ResponseFormatJSONObject) -> ChatCompletion:
         return oai.chat.completions.create(model="gpt-4o", messages=messages, response_format=response_format)
 
     def handle(request: Request) -> None:

@@ -287,7 +287,7 @@ class NumericDriftDetector:
     # -- internals ---------------------------------------------------------------------------------
 
     def _transform(self, feature: str, raw: np.ndarray) -> np.ndarray:
-        values = raw[np.isfinite(raw)]
+        values: np.ndarray = raw[np.isfinite(raw)]
         if feature in self.log_features:
             values = np.log1p(values[values > -1])
         return values

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,14 +27,20 @@ class CannotEvaluate(click.ClickException):
     exit_code = CANNOT_EVALUATE
 
 
-class _Cap(click.ParamType):
+if TYPE_CHECKING:
+    _CapBase = click.ParamType[float | None]
+else:  # generic from click 8.4 on; older ones (the floor is 8.1) cannot be subscripted at run time
+    _CapBase = click.ParamType
+
+
+class _Cap(_CapBase):
     """A daily cap: a number >= 0, or ``none`` for no cap of that kind."""
 
     def __init__(self, kind: type[int] | type[float]) -> None:
         self.kind = kind
         self.name = f"{kind.__name__}|none"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | None:
         if value is None or isinstance(value, self.kind):
             return value
         if str(value).strip().lower() == "none":

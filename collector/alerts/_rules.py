@@ -13,8 +13,8 @@ from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
 from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
 from ._model import BREACH, HOLD, Verdict
 from ._queue import QueueRule
-from ._reads import CostHistory, DailyRatios, HourWindows, Key, cost_windows, error_windows, queue_series
-from ._unit_cost import UnitShift
+from ._reads import CostHistory, DailyRatios, HourWindows, cost_windows, error_windows, queue_series
+from ._unit_cost import Key, UnitShift
 
 _DT = "DateTime64(3)"
 QUEUE_LOOKBACK = timedelta(hours=2)

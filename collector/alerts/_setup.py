@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from infersight import sdk
 
 from .._settings import Settings
@@ -73,7 +75,7 @@ class AlertJob:
     """
 
     def __init__(self, settings: Settings, store: Store, spool: Spool) -> None:
-        self._build = lambda: evaluator_from(settings, store, spool)
+        self._build: Callable[[], Evaluator] = lambda: evaluator_from(settings, store, spool)
         self._evaluator: Evaluator | None = None
 
     def setup(self) -> None:

@@ -18,12 +18,15 @@ from ..store import Store
 from ._auth import SESSION_COOKIE, Authenticator
 
 
+# app.state is an untyped namespace: each read below names the type create_app stored there.
 async def _store(request: Request) -> Store:
-    return request.app.state.store
+    store: Store = request.app.state.store
+    return store
 
 
 async def _authenticator(request: Request) -> Authenticator | None:
-    return request.app.state.authenticator
+    auth: Authenticator | None = request.app.state.authenticator
+    return auth
 
 
 def key_project(request: Request) -> str:
@@ -31,8 +34,14 @@ def key_project(request: Request) -> str:
     one), or the dev mode's single project."""
     auth: Authenticator | None = request.app.state.authenticator
     if auth is None:
-        return request.app.state.settings.project
+        return _dev_project(request)
     return auth.project_for_authorization(request.headers.get("authorization"))
+
+
+def _dev_project(request: Request) -> str:
+    """Without API keys (``--no-auth``), every request is the settings' one project."""
+    project: str = request.app.state.settings.project
+    return project
 
 
 def _api_project(request: Request) -> str:
@@ -47,7 +56,7 @@ def _page_project(request: Request) -> str:
     """The project of the dashboard session; without one, a redirect to the login page."""
     auth: Authenticator | None = request.app.state.authenticator
     if auth is None:
-        return request.app.state.settings.project
+        return _dev_project(request)
     project = auth.project_for_session(request.cookies.get(SESSION_COOKIE))
     if project is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")

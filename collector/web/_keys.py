@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 KEY_PREFIX = "isk_"
 PREFIX_CHARS = 12
@@ -146,7 +147,8 @@ class ProjectKeys:
         # independent of how much of the hash matched, whatever the index does.
         if not rows or not secrets.compare_digest(rows[0][0], key_hash):
             return None
-        return rows[0][1]
+        project: str = rows[0][1]
+        return project
 
     def project_for_session(self, prefix: str, session_id: str) -> str | None:
         """The project of the active key with display prefix ``prefix``, or ``None`` when that key
@@ -175,10 +177,12 @@ class ProjectKeys:
         self._execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('session_secret', ?)", (secrets.token_hex(32),)
         )
-        return bytes.fromhex(self._execute("SELECT value FROM meta WHERE key = 'session_secret'")[0][0])
+        secret: str = self._execute("SELECT value FROM meta WHERE key = 'session_secret'")[0][0]
+        return bytes.fromhex(secret)
 
-    # builtins.list: in the class body, plain `list` is the method above
-    def _execute(self, sql: str, params: tuple[object, ...] = ()) -> builtins.list[tuple]:
+    # builtins.list: in the class body, plain `list` is the method above; a row holds each
+    # column's SQLite value (text, integer, real or NULL), typed where it is read
+    def _execute(self, sql: str, params: tuple[object, ...] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 

@@ -1,0 +1,1 @@
+from collector.errors import *

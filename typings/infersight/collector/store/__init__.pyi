@@ -1,0 +1,1 @@
+from collector.store import *

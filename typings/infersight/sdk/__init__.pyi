@@ -1,0 +1,3 @@
+from sdk import *
+
+from . import semconv as semconv

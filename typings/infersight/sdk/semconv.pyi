@@ -1,0 +1,1 @@
+from sdk.semconv import *
