@@ -98,6 +98,8 @@ def _estimate(call: Call, out: dict[str, Any], usage: Usage, text: str | None) -
 def _set_usage(out: dict[str, Any], usage: Usage) -> None:
     if usage.response_model:
         out[semconv.RESPONSE_MODEL] = usage.response_model
+    if usage.response_id:
+        out[semconv.RESPONSE_ID] = usage.response_id
     if usage.finish_reasons:
         out[semconv.FINISH_REASONS] = list(usage.finish_reasons)
     if usage.input_tokens is not None:

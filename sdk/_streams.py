@@ -119,6 +119,9 @@ def _provider_chunk(chunk: Any, usage: Usage) -> str | bool | None:
         model = _get(chunk, "model")
         if isinstance(model, str):
             usage.response_model = model
+        response_id = _get(chunk, "id")
+        if type(response_id) is str:
+            usage.response_id = response_id
     if type(choices) is not list or not choices:  # a real list: its truth and items run no user code
         return None
     first = choices[0]
@@ -149,6 +152,9 @@ def _openai_object_chunk(chunk: Any, usage: Usage) -> object:
         model = getattr(chunk, "model", None)
         if isinstance(model, str):
             usage.response_model = model
+        response_id = getattr(chunk, "id", None)
+        if type(response_id) is str:
+            usage.response_id = response_id
     if not choices:
         return None
     first = choices[0]
@@ -184,6 +190,7 @@ def _responses_event(event: Any, kind: str, usage: Usage) -> str | bool | None:
             for name in ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens"):
                 setattr(usage, name, getattr(final, name))
         usage.response_model = final.response_model or usage.response_model
+        usage.response_id = final.response_id or usage.response_id
         usage.finish_reasons = final.finish_reasons or usage.finish_reasons
     return None
 
@@ -200,6 +207,9 @@ def _anthropic_event(event: Any, kind: str, usage: Usage) -> str | bool | None:
         model = _get(message, "model")
         if isinstance(model, str):
             usage.response_model = model
+        response_id = _get(message, "id")
+        if type(response_id) is str:
+            usage.response_id = response_id
         raw = _get(message, "usage")
         if raw is not None:
             _read_counts(raw, usage)  # output_tokens here is a placeholder; message_delta has the total

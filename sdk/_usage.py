@@ -19,6 +19,7 @@ class Usage:
     cache_creation_tokens: int = 0
     reasoning_tokens: int = 0
     response_model: str | None = None
+    response_id: str | None = None
     finish_reasons: tuple[str, ...] = ()
 
 
@@ -56,6 +57,11 @@ def extract_usage(response: Any) -> Usage:
     model = _get(response, "model")
     if isinstance(model, str):
         usage.response_model = model
+    # The provider's id of this exchange: what proves that another instrumentation's span of the
+    # same call is the same call (the collector pairs on it).
+    response_id = _get(response, "id")
+    if type(response_id) is str:
+        usage.response_id = response_id
     usage.finish_reasons = _finish_reasons(response)
     return usage
 

@@ -55,6 +55,7 @@ def test_openai_chat_completion(spans, llm):
         price("gpt-4o-mini", "openai", response.usage.prompt_tokens, response.usage.completion_tokens)
     )
     assert tuple(a["gen_ai.response.finish_reasons"]) == ("stop",)
+    assert a["gen_ai.response.id"] == response.id  # what proves another instrumentation's span is this call
     inputs = json.loads(a["gen_ai.input.messages"])
     assert "[EMAIL]" in inputs[0]["parts"][0]["content"]  # redacted before export
     assert "jane.doe" not in a["gen_ai.input.messages"]
@@ -78,7 +79,9 @@ def test_openai_stream_with_include_usage(spans, llm):
             if chunk.choices and chunk.choices[0].delta.content:
                 text += chunk.choices[0].delta.content
             usage = chunk.usage or usage
+            response_id = chunk.id
     a = one(spans)
+    assert a["gen_ai.response.id"] == response_id
     assert a["gen_ai.usage.output_tokens"] == usage.completion_tokens
     assert a["gen_ai.usage.input_tokens"] == usage.prompt_tokens
     assert "infersight.usage.estimated" not in a
@@ -137,6 +140,7 @@ def test_anthropic_message(spans, llm):
     assert a["gen_ai.usage.input_tokens"] == response.usage.input_tokens
     assert a["gen_ai.usage.output_tokens"] == response.usage.output_tokens
     assert tuple(a["gen_ai.response.finish_reasons"]) == ("end_turn",)
+    assert a["gen_ai.response.id"] == response.id
     assert a["infersight.cost.usd"] == pytest.approx(
         price("claude-3-5-haiku-latest", "anthropic", response.usage.input_tokens, response.usage.output_tokens)
     )
@@ -155,6 +159,7 @@ def test_anthropic_stream_usage_from_message_delta(spans, llm):
     a = one(spans)
     assert a["gen_ai.usage.output_tokens"] == delta.usage.output_tokens
     assert a["gen_ai.usage.input_tokens"] == start.message.usage.input_tokens
+    assert a["gen_ai.response.id"] == start.message.id
     assert tuple(a["gen_ai.response.finish_reasons"]) == ("end_turn",)
     assert a["gen_ai.response.time_to_first_chunk"] >= 0.07
 
