@@ -17,7 +17,6 @@ leaves it out unless the app turned content capture on, the same rule as for spa
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import orjson
@@ -31,7 +30,7 @@ from infersight.sdk import semconv
 from .._settings import IngestWindow
 from ..errors import BadRequest
 from ._normalize import finish_reasons_json
-from ._otlp import PROTOBUF, _any_to_python, _attributes
+from ._otlp import PROTOBUF, _any_to_python, _attributes, _convert, _dict, _list
 
 # Event names that belong to a model call: the GenAI conventions' and the first-chunk events
 # other packages record (which give TTFT when they come as log records).
@@ -69,24 +68,7 @@ def _hex_ids_to_base64(document: dict[str, Any]) -> None:
     for r, resource_logs in enumerate(_list(document.get("resourceLogs"))):
         for s, scope_logs in enumerate(_list(_dict(resource_logs).get("scopeLogs"))):
             for i, record in enumerate(_list(_dict(scope_logs).get("logRecords"))):
-                record = _dict(record)
-                for key in ("traceId", "spanId"):
-                    value = record.get(key)
-                    if not value:
-                        continue
-                    try:
-                        record[key] = base64.b64encode(bytes.fromhex(value)).decode()
-                    except (TypeError, ValueError) as exc:
-                        where = f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}].{key}"
-                        raise BadRequest(f"{where} must be a hex string; got {value!r}") from exc
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+                _convert(_dict(record), ("traceId", "spanId"), f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]")
 
 
 def event_rows(
