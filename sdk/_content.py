@@ -105,22 +105,30 @@ def _text_of(content: Any) -> str:
 
 
 def input_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """GenAI ``gen_ai.input.messages`` from a call's ``messages=``/``input=``/``prompt=`` argument."""
-    messages = kwargs.get("messages")
+    """GenAI ``gen_ai.input.messages`` from a call's ``messages=``/``input=``/``prompt=`` argument,
+    or a provider request body of the same names (Anthropic's ``system`` blocks and the Responses
+    API's ``instructions`` and list ``input`` included)."""
     out: list[dict[str, Any]] = []
+    _add_messages(out, kwargs.get("messages"))
+    for name in ("system", "instructions"):
+        system = kwargs.get(name)
+        if isinstance(system, (str, list)) and system:
+            out.insert(0, {"role": "system", "parts": [{"type": "text", "content": _text_of(system)}]})
+    for name in ("input", "prompt"):
+        value = kwargs.get(name)
+        if isinstance(value, str):
+            out.append({"role": "user", "parts": [{"type": "text", "content": value}]})
+        elif name == "input" and isinstance(value, list):  # Responses API: a list of input items
+            _add_messages(out, value)
+    return out or None
+
+
+def _add_messages(out: list[dict[str, Any]], messages: Any) -> None:
     if isinstance(messages, (list, tuple)):
         for message in messages:
             role = _get(message, "role")
             out.append({"role": role if isinstance(role, str) else "user",
                         "parts": [{"type": "text", "content": _text_of(_get(message, "content"))}]})
-    system = kwargs.get("system")
-    if isinstance(system, str):
-        out.insert(0, {"role": "system", "parts": [{"type": "text", "content": system}]})
-    for name in ("input", "prompt"):
-        value = kwargs.get(name)
-        if isinstance(value, str):
-            out.append({"role": "user", "parts": [{"type": "text", "content": value}]})
-    return out or None
 
 
 def output_text(result: Any) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
@@ -21,8 +22,9 @@ from opentelemetry.trace import SpanKind
 
 from . import _setup, semconv
 from ._guard import plain_text
+from ._inputs import request_of_result
 from ._lifecycle import Call, Spec, begin
-from ._results import llm_result, llm_stream, rerank_result, retrieval_result
+from ._results import llm_error, llm_result, llm_stream, rerank_result, retrieval_result
 from ._stream_guard import loop_checker
 from ._streams import StreamStats, TracedAsyncStream, TracedStream, is_async_stream, is_sync_stream
 
@@ -54,6 +56,18 @@ def _positional_picks(func: Callable[..., Any]) -> tuple[tuple[int, str], ...]:
         (i, p.name) for i, p in enumerate(params)
         if p.name in _READ_ARGS and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     )
+
+
+def _parameters(func: Callable[..., Any]) -> tuple[tuple[str, ...], str | None]:
+    """The names of ``func``'s positional parameters in order, and of its ``*args`` (``args`` when
+    the signature cannot be read), for naming the arguments that content capture records."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return (), "args"
+    positional = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    rest = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    return positional, rest
 
 
 def _arguments(picks: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, Any]:
@@ -90,6 +104,8 @@ def _wrap_stream(call: Call, stream: Any, kind: type) -> Any:
     import weakref
 
     call.detach()
+    if _setup.options().capture_content:  # the stream keeps its request: the prompt as sent
+        call.request = request_of_result(stream)
     stats = StreamStats(call.start_ns, keep_text=True, guard=call.spec.guard)
     traced = kind(stream, stats, lambda error, aborted: call.end_stream(stats, error, aborted))
     # Abandoned without being closed: end the span when the wrapper is collected.
@@ -99,12 +115,14 @@ def _wrap_stream(call: Call, stream: Any, kind: type) -> Any:
 
 def _wrap(spec: Spec, func: Callable[P, R]) -> Callable[P, R]:
     picks = _positional_picks(func)
+    positional, rest = _parameters(func)
+    spec = dataclasses.replace(spec, positional=positional, rest=rest)
 
     if inspect.isasyncgenfunction(func):
 
         @functools.wraps(func)
         async def async_gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[Any]:
-            call = begin(spec, _arguments(picks, args, kwargs), make_current=False)
+            call = begin(spec, _arguments(picks, args, kwargs), make_current=False, args=args)
             inner = func(*args, **kwargs)
             if call is None:
                 async for chunk in inner:
@@ -141,7 +159,7 @@ def _wrap(spec: Spec, func: Callable[P, R]) -> Callable[P, R]:
 
         @functools.wraps(func)
         def gen_wrapper(*args: P.args, **kwargs: P.kwargs) -> Generator[Any, Any, Any]:
-            call = begin(spec, _arguments(picks, args, kwargs))
+            call = begin(spec, _arguments(picks, args, kwargs), args=args)
             if call is None:
                 return (yield from func(*args, **kwargs))
             # Each step of the inner generator runs in a context where the span is current, so
@@ -177,7 +195,7 @@ def _wrap(spec: Spec, func: Callable[P, R]) -> Callable[P, R]:
 
         @functools.wraps(func)
         async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-            call = begin(spec, _arguments(picks, args, kwargs))
+            call = begin(spec, _arguments(picks, args, kwargs), args=args)
             try:
                 result = await cast("Callable[P, Awaitable[Any]]", func)(*args, **kwargs)
             except BaseException as exc:
@@ -190,7 +208,7 @@ def _wrap(spec: Spec, func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        call = begin(spec, _arguments(picks, args, kwargs))
+        call = begin(spec, _arguments(picks, args, kwargs), args=args)
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
@@ -254,7 +272,7 @@ def traced_llm(
     """
     spec = Spec(operation or "chat", SpanKind.CLIENT, llm_result, llm_stream, provider, model,
                 queue_wait_from=queue_wait_from, expect_json=expect_json,
-                guard=loop_checker() if stream_guard else None)
+                guard=loop_checker() if stream_guard else None, on_error=llm_error)
     return _decorator(spec, func)
 
 

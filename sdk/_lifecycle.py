@@ -25,6 +25,7 @@ from ._streams import StreamStats
 # Hooks add a call's attributes to ``out``; they run on the export thread when the SDK owns the
 # pipeline (see _setup.deferred), so they may be slow but must only read what the call left.
 ResultHook = Callable[["Call", Any, dict[str, Any]], None]
+ErrorHook = Callable[["Call", BaseException, dict[str, Any]], None]
 StreamHook = Callable[["Call", StreamStats, dict[str, Any]], None]
 Fill = Callable[["Call", dict[str, Any]], None]
 
@@ -50,6 +51,11 @@ class Spec:
     expect_json: bool = False
     # The stream guard's loop check (see _stream_guard), built once per decorated function.
     guard: Callable[[list[str]], str | None] | None = None
+    on_error: ErrorHook | None = None
+    # The decorated function's positional parameters and its *args parameter, set per function
+    # (see _decorators._wrap): what names the arguments recorded when nothing else says the input.
+    positional: tuple[str, ...] = ()
+    rest: str | None = None
 
     def span_name(self, model: str | None) -> str:
         return f"{self.operation} {model}" if model else self.operation
@@ -60,6 +66,7 @@ class Call:
 
     __slots__ = (
         "aborted",
+        "args",
         "end_ns",
         "ended",
         "error",
@@ -71,6 +78,7 @@ class Call:
         "output_tokens",
         "queue_source",
         "queue_wait",
+        "request",
         "response_model",
         "result",
         "span",
@@ -81,10 +89,15 @@ class Call:
         "ttft_s",
     )
 
-    def __init__(self, spec: Spec, span: trace.Span, kwargs: Mapping[str, Any], model: str | None) -> None:
+    def __init__(self, spec: Spec, span: trace.Span, kwargs: Mapping[str, Any], model: str | None,
+                 args: tuple[Any, ...] = ()) -> None:
         self.spec = spec
         self.span = span
         self.kwargs = kwargs
+        # The positional arguments too: read only when no argument names the model's input.
+        self.args = args
+        # The provider's HTTP request behind a stream, kept at wrap time (see _inputs).
+        self.request: Any = None
         self.model = model
         self.token: object | None = None
         self.start_ns = time.perf_counter_ns()
@@ -133,7 +146,11 @@ class Call:
         self._end(Call._fill_stream, error)
 
     def end_error(self, error: BaseException) -> None:
-        self._end(None, error)
+        self._end(Call._fill_error if self.spec.on_error is not None else None, error)
+
+    def _fill_error(self, out: dict[str, Any]) -> None:
+        if self.spec.on_error is not None and self.error is not None:
+            self.spec.on_error(self, self.error, out)
 
     def _fill_result(self, out: dict[str, Any]) -> None:
         self.spec.on_result(self, self.result, out)
@@ -171,9 +188,12 @@ class Call:
             else:
                 if error is not None:
                     _record_error(span, error)
+                self.error = error
                 if _setup.deferred():
                     self.kwargs = _snapshot(self.kwargs)
-                    self.fill, self.error, self.opts = fill, error, _setup.options()
+                    self.fill, self.opts = fill, _setup.options()
+                    if not self.opts.capture_content:
+                        self.args = ()  # read only for content: a queued span holds no more than before
                     _export.defer(span.get_span_context().span_id, self)
                     deferred = True
                 else:
@@ -283,8 +303,14 @@ def _warn_before_init() -> None:
     )
 
 
-def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -> Call | None:
-    """Start the span (and make it current unless told not to); ``None`` if the SDK failed."""
+def begin(
+    spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True, args: tuple[Any, ...] = ()
+) -> Call | None:
+    """Start the span (and make it current unless told not to); ``None`` if the SDK failed.
+
+    ``kwargs`` holds the keyword arguments and the positional ones read by name; ``args`` all
+    positional arguments, kept for content capture (see :mod:`._inputs`).
+    """
     try:
         tracer = _setup.tracer()
         if tracer is None:
@@ -305,7 +331,7 @@ def begin(spec: Spec, kwargs: Mapping[str, Any], *, make_current: bool = True) -
                 attributes[name] = value
         attributes.update(current_attribution().attributes())
         span = tracer.start_span(spec.span_name(model), kind=spec.span_kind, attributes=attributes)
-        call = Call(spec, span, kwargs, model)
+        call = Call(spec, span, kwargs, model, args)
         queued_at = _seconds(kwargs.get("queued_at"))
         if queued_at is not None:
             call.queue_wait, call.queue_source = max(time.time() - queued_at, 0.0), "argument"

@@ -9,6 +9,7 @@ from typing import Any
 from . import _setup, semconv
 from ._content import input_messages, messages_json, output_text, retrieval_content
 from ._estimate import estimate_tokens
+from ._inputs import arguments_messages, request_messages, request_of_error, request_of_result
 from ._lifecycle import Call
 from ._pricing import lookup_rates, priceable
 from ._streams import StreamStats
@@ -148,12 +149,41 @@ def _set_queue_and_prefill(call: Call, out: dict[str, Any], stats: StreamStats |
         out[semconv.TPOT_S] = decode_s / (usage.output_tokens - 1)
 
 
+def llm_error(call: Call, error: BaseException, out: dict[str, Any]) -> None:
+    """A failed call keeps its prompt: on-call reads exactly these spans."""
+    if _setup.options().capture_content:
+        _set_input(call, out, error)
+
+
+def _set_input(call: Call, out: dict[str, Any], error: BaseException | None = None) -> bool:
+    """The prompt: the call's ``messages=`` (or ``input=``, ...), else the provider request's body
+    (from the error, the stream or the response), else the function's arguments (see _inputs);
+    returns whether it was truncated."""
+    opts = _setup.options()
+    messages = input_messages(call.kwargs)
+    if not messages:
+        if error is not None:
+            request = request_of_error(error)
+        else:
+            request = call.request if call.request is not None else request_of_result(call.result)
+        messages = request_messages(request)
+        source = "request"
+        if not messages:
+            messages = arguments_messages(call.spec.positional, call.spec.rest, call.args, call.kwargs,
+                                          opts.max_content_chars)
+            source = "arguments"
+        if not messages:
+            return False
+        out[semconv.INPUT_SOURCE] = source
+    out[semconv.INPUT_MESSAGES], truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
+    if truncated:
+        out[semconv.CONTENT_TRUNCATED] = True
+    return truncated
+
+
 def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage) -> None:
     opts = _setup.options()
-    truncated = False
-    messages = input_messages(call.kwargs)
-    if messages:
-        out[semconv.INPUT_MESSAGES], truncated = messages_json(messages, opts.redactors, opts.max_content_chars)
+    truncated = _set_input(call, out)
     if text:
         output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
         if usage.finish_reasons:
