@@ -6,6 +6,10 @@ with other instrumentations' series. They are recorded only for a meter provider
 same numbers, and drops these series, while recording them was the largest part of the export
 thread's work per span (three histogram records: ~35 µs). Queue gauges are observed on the
 metric reader's thread, never on the application's.
+
+A process that stops cleanly says so: at shutdown each watched queue reports one last point
+marked ``infersight.queue.ended=true`` (:meth:`Instruments.end_queues`), so the collector can
+tell a deploy's old series, which ends, from a reporter that vanished.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ class Instruments:
     """The histograms the decorators record into (when ``histograms``), and the queue gauges."""
 
     def __init__(self, meter: Meter, *, histograms: bool = True) -> None:
+        # The queue series' phase: reporting, then one collection marked ended, then silent.
+        self._queue_attributes: dict[str, Any] | None = {}
         meter.create_observable_gauge(
-            semconv.QUEUE_DEPTH_METRIC, [_observe_depth], unit="{item}", description="Items waiting"
+            semconv.QUEUE_DEPTH_METRIC, [self._observe_depth], unit="{item}", description="Items waiting"
         )
         meter.create_observable_gauge(
-            semconv.QUEUE_OLDEST_AGE_METRIC, [_observe_oldest_age], unit="s",
+            semconv.QUEUE_OLDEST_AGE_METRIC, [self._observe_oldest_age], unit="s",
             description="Age of the oldest waiting item",
         )
         self.histograms = histograms
@@ -52,6 +58,26 @@ class Instruments:
             semconv.TTFT_METRIC, unit="s", description="Time to the first streamed chunk",
             explicit_bucket_boundaries_advisory=TTFT_BUCKETS_S,
         )
+
+    def end_queues(self) -> None:
+        """Mark the queue gauges' next points as their last (``infersight.queue.ended=true``).
+
+        The caller collects once more (the meter provider's shutdown or force flush), then calls
+        :meth:`silence_queues`.
+        """
+        self._queue_attributes = {semconv.QUEUE_ENDED: True}
+
+    def silence_queues(self) -> None:
+        """Report no queue points any more: the series ended (an app's meter provider lives on)."""
+        self._queue_attributes = None
+
+    def _observe_depth(self, options: CallbackOptions) -> Iterable[Observation]:
+        extra = self._queue_attributes
+        return () if extra is None else _observe_depth(extra)
+
+    def _observe_oldest_age(self, options: CallbackOptions) -> Iterable[Observation]:
+        extra = self._queue_attributes
+        return () if extra is None else _observe_oldest_age(extra)
 
     def record(
         self,
@@ -109,20 +135,26 @@ def watch_queue(
     return QueueWatch(key)
 
 
+def watching_queues() -> bool:
+    """Whether any queue is watched (cheap; for the shutdown's last collection)."""
+    with _watched_lock:
+        return bool(_watched)
+
+
 def _snapshot() -> list[_Watched]:
     with _watched_lock:
         return list(_watched.values())
 
 
-def _observe_depth(options: CallbackOptions) -> Iterable[Observation]:
+def _observe_depth(extra: dict[str, Any]) -> Iterable[Observation]:
     for watched in _snapshot():
         try:
-            yield Observation(float(watched.depth_fn()), {semconv.QUEUE_NAME: watched.name})
+            yield Observation(float(watched.depth_fn()), {semconv.QUEUE_NAME: watched.name, **extra})
         except Exception as exc:  # noqa: BLE001 - a user depth_fn's failure is counted, never raised
             record_failure(f"watch_queue({watched.name!r}) depth_fn", exc)
 
 
-def _observe_oldest_age(options: CallbackOptions) -> Iterable[Observation]:
+def _observe_oldest_age(extra: dict[str, Any]) -> Iterable[Observation]:
     for watched in _snapshot():
         if watched.oldest_age_fn is None:
             continue
@@ -132,4 +164,4 @@ def _observe_oldest_age(options: CallbackOptions) -> Iterable[Observation]:
             record_failure(f"watch_queue({watched.name!r}) oldest_age_fn", exc)
             continue
         if age is not None:
-            yield Observation(float(age), {semconv.QUEUE_NAME: watched.name})
+            yield Observation(float(age), {semconv.QUEUE_NAME: watched.name, **extra})

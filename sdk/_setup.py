@@ -28,9 +28,10 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from ._content import Redactor, redact_builtin
 from ._export import ANSWER_WAIT_S, SHUTDOWN_BOUND_S, ExportProcessor
 from ._guard import record_failure
-from ._metrics import Instruments
+from ._metrics import Instruments, watching_queues
 from ._pricing import ModelRates, rates_from_mapping
 from ._processor import AttributionProcessor
+from ._resource import with_instance
 
 logger = logging.getLogger("infersight.sdk")
 
@@ -242,7 +243,8 @@ def init(
                 attrs["service.version"] = service_version
             sampler = ParentBased(TraceIdRatioBased(sample_rate))
             # The SDK bounds exit itself (_exit below): the provider's own hook has no time limit.
-            provider = TracerProvider(resource=Resource.create(attrs), sampler=sampler, shutdown_on_exit=False)
+            provider = TracerProvider(resource=with_instance(Resource.create(attrs)), sampler=sampler,
+                                      shutdown_on_exit=False)
         provider.add_span_processor(AttributionProcessor())
         if export or span_exporter is not None:
             try:
@@ -287,7 +289,9 @@ def _setup_metrics(
             reader = PeriodicExportingMetricReader(
                 exporter, export_interval_millis=_positive("metrics_interval_s", interval_s, 10.0) * 1000
             )
-            meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
+            # The app's tracer provider may lack them: the queue series need the instance's names.
+            meter_provider = MeterProvider(resource=with_instance(resource), metric_readers=[reader],
+                                           shutdown_on_exit=False)
             _state.owns_meter_provider = True
         except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
             logger.warning("infersight: metrics export disabled: %r", exc)
@@ -361,7 +365,8 @@ def shutdown(timeout_s: float | None = None) -> None:
         bound = _state.shutdown_timeout_s if timeout_s is None else timeout_s
         processor = _state.processor
         provider = _state.provider if _state.owns_provider else None
-        meter_provider = _state.meter_provider if _state.owns_meter_provider else None
+        meter_provider, owns_meters = _state.meter_provider, _state.owns_meter_provider
+        instruments = _state.options.instruments
         _state.reset()
     atexit.unregister(_exit)
     started = time.monotonic()
@@ -373,14 +378,30 @@ def shutdown(timeout_s: float | None = None) -> None:
             record_failure("shutdown", exc)
     if provider is not None:  # its processors: the export one is stopped, the others return at once
         _stop(provider.shutdown)
-    if meter_provider is not None:
-        # One last metrics export. It goes to the same collector: when that just took every
-        # span, it is given as long as a span batch would be; when not, it is not waited for.
+    if meter_provider is not None and (owns_meters or watching_queues()):
+        # One last metrics export, each queue's point marked ended. It goes to the same collector:
+        # when that just took every span, it is given as long as a span batch would be; when not,
+        # it is not waited for.
         remaining = max(bound - (time.monotonic() - started), 0.0)
-        worker = threading.Thread(target=_stop, args=(meter_provider.shutdown,), name="infersight-shutdown",
-                                  daemon=True)
+        worker = threading.Thread(target=_stop, args=(lambda: _last_metrics(meter_provider, owns_meters, instruments),),
+                                  name="infersight-shutdown", daemon=True)
         worker.start()
         worker.join(min(ANSWER_WAIT_S, remaining) if delivered else 0.0)
+
+
+def _last_metrics(meter_provider: MeterProvider, owned: bool, instruments: Instruments | None) -> None:
+    """The last collection, with each watched queue's point marked ended; the provider ``init``
+    created is shut down, an app's own is flushed and lives on, the SDK's queue series silent."""
+    if instruments is not None:
+        instruments.end_queues()
+    try:
+        if owned:
+            meter_provider.shutdown()
+        else:
+            meter_provider.force_flush()
+    finally:
+        if instruments is not None:
+            instruments.silence_queues()
 
 
 def _stop(target: Callable[[], object]) -> None:

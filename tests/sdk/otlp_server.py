@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -19,9 +20,20 @@ def _value(v: Any) -> Any:
     return getattr(v, kind)
 
 
+@dataclass(frozen=True)
+class GaugePoint:
+    """One gauge data point a metrics request carried, with its resource's attributes."""
+
+    metric: str
+    attributes: dict[str, Any]
+    value: float
+    resource: dict[str, Any]
+
+
 class OtlpServer:
     """Answers every POST with ``status``; with 200 it keeps the spans: ``[(name, trace_id, parent, attrs)]``,
-    and the names of the metrics it was sent.
+    the names of the metrics it was sent, and their gauge points, one list per metrics request:
+    ``[GaugePoint]``.
 
     ``first`` lists the statuses of the first requests (then ``status``); each answer comes
     ``delay_s`` after the body was read (``first_delay_s`` for the first request); 503 carries
@@ -33,6 +45,7 @@ class OtlpServer:
         self.status = status
         self.spans: list[tuple[str, bytes, bytes, dict[str, Any]]] = []
         self.metric_names: set[str] = set()
+        self.gauge_requests: list[list[GaugePoint]] = []
         self.requests = 0
         self.trace_requests = 0
         self.request_times: list[float] = []
@@ -66,9 +79,19 @@ class OtlpServer:
                 if status == 200 and self.path == "/v1/metrics":
                     metrics = ExportMetricsServiceRequest()
                     metrics.ParseFromString(body)
+                    points = []
                     for rm in metrics.resource_metrics:
+                        resource = {a.key: _value(a.value) for a in rm.resource.attributes}
                         for sm in rm.scope_metrics:
                             outer.metric_names.update(m.name for m in sm.metrics)
+                            points.extend(
+                                GaugePoint(m.name, {a.key: _value(a.value) for a in p.attributes},
+                                           p.as_double if p.WhichOneof("value") == "as_double" else p.as_int,
+                                           resource)
+                                for m in sm.metrics if m.WhichOneof("data") == "gauge" for p in m.gauge.data_points
+                            )
+                    with lock:
+                        outer.gauge_requests.append(points)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 if status == 503:
