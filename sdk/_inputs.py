@@ -116,19 +116,24 @@ class _Converter:
         if self.left <= 0:
             return "…"
         kind = type(value)
-        if value is None or kind in (bool, int, float):
-            self.left -= 6
-            return value
-        if is_instance(value, str):
-            text = str.__str__(value)[: self.left]
+        # Exact types first: arguments are mostly plain values, and the export thread pays per value.
+        if kind is str:
+            text = value[: self.left]
             self.left -= len(text) + 2
             return text
+        if value is None or kind is bool or kind is int or kind is float:
+            self.left -= 6
+            return value
         if depth >= _MAX_DEPTH:
             return f"<{kind.__name__}>"
+        if kind is dict:
+            return self._mapping(value, depth)
+        if kind is list or kind is tuple or kind is set or kind is frozenset:
+            return self._items(value, depth)
+        if is_instance(value, str):
+            return self.convert(str.__str__(value), depth)
         if is_instance(value, Mapping):
             return self._mapping(value, depth)
-        if kind in (list, tuple, set, frozenset):
-            return self._items(value, depth)
         fields = self._fields(value)
         return f"<{kind.__name__}>" if fields is None else self._mapping(fields, depth)
 
@@ -137,8 +142,8 @@ class _Converter:
         for key, item in value.items():
             if self.left <= 0:
                 break
-            name = key if type(key) is str else f"<{type(key).__name__}>" if type(key) not in (int, float, bool) \
-                else str(key)
+            kind = type(key)
+            name = key if kind is str else str(key) if kind in (int, float, bool) else f"<{kind.__name__}>"
             self.left -= len(name) + 4
             out[name] = self.convert(item, depth + 1)
         return out
