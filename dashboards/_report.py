@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 from infersight.collector.errors import BadRequest
@@ -144,9 +145,9 @@ def weekly_data(store: Store, project: str, monday: datetime, *, progress: bool 
     for day in mondays:
         view = _week_view(day)
         steps += [
-            (f"latency {week_label(day)}", lambda view=view: latency(store, project, view)),
-            (f"cost {week_label(day)}", lambda view=view: cost(store, project, view)),
-            (f"quality {week_label(day)}", lambda view=view: quality(store, project, view)),
+            (f"latency {week_label(day)}", partial(latency, store, project, view)),
+            (f"cost {week_label(day)}", partial(cost, store, project, view)),
+            (f"quality {week_label(day)}", partial(quality, store, project, view)),
         ]
     results: dict[str, Any] = {}
     with _progress(progress, len(steps)) as step:

@@ -18,6 +18,7 @@ from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, check_choice
 from infersight.collector.web import ApiProjectDep, AuthenticatorDep, PageProjectDep, StoreDep
 
+from ._cli import PROJECT_HEADER
 from ._render import PAGES, html
 from ._report import NoReportData, check_report_data, parse_week, render_weekly, render_weekly_page, weekly_data
 
@@ -48,9 +49,10 @@ async def weekly_api(
         data = await run_in_threadpool(_report, store, project, week)
     except NoReportData as exc:
         return JSONResponse(exc.to_dict(), status_code=404)
+    headers = {PROJECT_HEADER: project}
     if format == "html":
-        return HTMLResponse(render_weekly(data))
-    return JSONResponse(jsonable_encoder(data))
+        return HTMLResponse(render_weekly(data), headers=headers)
+    return JSONResponse(jsonable_encoder(data), headers=headers)
 
 
 @router.get("/report/weekly", response_class=HTMLResponse)

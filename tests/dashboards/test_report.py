@@ -11,9 +11,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from infersight.collector._server import CollectorProcess
 from infersight.dashboards._report import parse_week, weekly_report
-from tests.conftest import free_port
 from tests.dashboards.data import detection_row
 
 W10 = datetime(2026, 3, 2, tzinfo=timezone.utc)  # Monday of 2026-W10
@@ -109,14 +107,3 @@ def test_the_cli_writes_one_self_contained_file(tmp_path):
     assert bad.returncode == 2 and "ISO week like 2026-W48" in bad.stderr
     missing = _cli("--out", str(out), "--data-dir", str(tmp_path / "nowhere"))
     assert missing.returncode == 1 and "no infersight store" in missing.stderr
-
-
-def test_a_running_collector_owns_the_data_dir(tmp_path):
-    collector = CollectorProcess(tmp_path / "data", free_port(), extra_args=("--no-auth", "--decode-workers", "0"))
-    collector.start()
-    try:
-        done = _cli("--out", str(tmp_path / "r.html"), "--data-dir", str(collector.data_dir))
-    finally:
-        collector.stop()
-    assert done.returncode == 1
-    assert "is in use by pid" in done.stderr and "stop the collector" in done.stderr
