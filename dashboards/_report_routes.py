@@ -57,13 +57,19 @@ async def weekly_api(
 
 @router.get("/report/weekly", response_class=HTMLResponse)
 async def weekly_page(
-    store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, week: str | None = None
+    store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, week: str | None = None,
+    format: str | None = None,
 ) -> HTMLResponse:
-    """The weekly report as a page with the navigation; a week without data says which weeks have it."""
+    """The weekly report as a page with the navigation (``format=html``: the self-contained file,
+    as a download, for the session's project); a week without data says which weeks have it."""
+    format = check_choice("format", format, FORMATS, "json")
     context = {"page": "report", "project": project, "logout": auth is not None}
     try:
         data = await run_in_threadpool(_report, store, project, week)
     except NoReportData as exc:
         return html("base.html", 404, **context, error=str(exc))
+    if format == "html":
+        name = f"infersight-weekly-{data['week']}.html"
+        return HTMLResponse(render_weekly(data), headers={"content-disposition": f'attachment; filename="{name}"'})
     return HTMLResponse(render_weekly_page(data, pages=PAGES, nav_qs="", **context))
 
