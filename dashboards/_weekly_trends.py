@@ -59,9 +59,15 @@ def trends(weeks: list[dict[str, Any]]) -> dict[str, Any]:
         for i, w in enumerate(weeks):
             if rates[i] is None and w["quality"]["calls"]:
                 rates[i] = 0.0
+    windows = [(m, m + timedelta(days=7)) for m in mondays]
     return {
         "weeks": [week_label(m) for m in mondays],
         "xs": [int(m.timestamp()) for m in mondays],
+        # Each week's cell opens that week's calls behind it: its failures, its detector's flags.
+        "error_links": [traces_link(start, end, status="error") for start, end in windows],
+        "week_links": [traces_link(start, end) for start, end in windows],
+        "detector_links": {name: [traces_link(start, end, label=name) for start, end in windows]
+                           for name in sorted(detectors)},
         **figures,
         "detectors": dict(sorted(detectors.items())),
         "tenants": _spend_by(weeks, "tenants", "tenant"),

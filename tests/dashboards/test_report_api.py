@@ -60,6 +60,9 @@ def test_the_report_agrees_with_the_read_api(any_dash):
     assert errors["link"].startswith("/traces?") and "status=error" in errors["link"]
     assert "start=2026-03-02T00%3A00%3A00%2B00%3A00" in errors["link"]
     assert "end=2026-03-09T00%3A00%3A00%2B00%3A00" in errors["link"]
+    assert trends["error_links"][-1] == (
+        "/traces?status=error&start=2026-03-02T00%3A00%3A00%2B00%3A00&end=2026-03-09T00%3A00%3A00%2B00%3A00")
+    assert "label=repetition" in trends["detector_links"]["repetition"][-1]
     low = data["judge_trend"][0]["rows"][0]["weeks"]
     assert low[-1]["mean"] == 2.0 and "score_max=2" in low[-1]["link"] and low[-2]["mean"] == 4.0
 
