@@ -15,6 +15,8 @@ import uvicorn
 
 from ._app import create_app, open_store
 from ._settings import Settings
+from .store import ChdbStore
+from .web import record_collector_url
 
 STOP_BOUND_S = 30
 """SIGTERM (or SIGINT) stops the collector within this many seconds, whatever it is doing.
@@ -50,6 +52,10 @@ def serve(settings: Settings) -> None:
     # uvicorn re-raises SIGTERM after its graceful shutdown, so the app's lifespan, not a
     # ``finally`` here, is what closes the store.
     store = open_store(settings)
+    if isinstance(store, ChdbStore):  # the CLI finds the owner of the data directory here
+        host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(settings.host, settings.host)
+        host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        record_collector_url(settings.data_dir, f"http://{host}:{settings.port}")
     app = create_app(settings, store=store)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                             timeout_graceful_shutdown=GRACEFUL_S)

@@ -20,6 +20,7 @@ PAGES = (
     ("alerts", "Alerts", "/alerts"),
     ("traces", "Traces", "/traces"),
     ("digest", "Digest", "/digest"),
+    ("report", "Weekly report", "/report/weekly"),
 )
 
 

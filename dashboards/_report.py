@@ -1,8 +1,10 @@
 """The weekly quality report: one self-contained HTML file (inline CSS and SVG, no external
-assets) with the week's numbers against the week before and the notable items of the week.
+assets) with the week's numbers against the week before, eight weeks of trends, the biggest
+moves by tenant, route and model, and the notable items of the week.
 
-It runs the dashboards' own queries over two fixed windows (ISO weeks, Monday 00:00 UTC), so
-its numbers are the pages' numbers for the same week.
+It runs the dashboards' own queries over fixed windows (ISO weeks, Monday 00:00 UTC), so its
+numbers are the pages' numbers for the same week. The collector serves it too (``/report/weekly``,
+``/api/v1/report/weekly``), and the CLI asks that collector when it owns the data directory.
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
+from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, usd_text
 
 from ._figures import cost_figures, latency_figures, quality_figures
 from ._filters import NS, View, view_between
 from ._quality import quality
-from ._queries import alerts, cost, latency
+from ._queries import LLM_OPERATIONS, alerts, cost, latency
 from ._templates import env
+from ._weekly_trends import TREND_WEEKS, judge_trend, moves, traces_link, trend_figures, trends, week_label
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 DAY_S = 86400
@@ -42,6 +47,56 @@ def parse_week(week: str | None, *, now: datetime | None = None) -> datetime:
     except ValueError:
         raise ValueError(f"The 'week' parameter must be an ISO week like 2026-W48; got {week!r}.") from None
     return day.replace(tzinfo=timezone.utc)
+
+
+class NoReportData(BadRequest):
+    """No LLM calls for the project in the week asked for: there is nothing to review.
+
+    ``weeks`` are the ISO weeks that have the project's calls, ``projects`` the projects with
+    calls the caller may know of (every project for the CLI that holds the data directory; over
+    the API, only the caller's own).
+    """
+
+    status_code = 404
+
+    def __init__(self, project: str, week: str, weeks: list[str], projects: list[str]) -> None:
+        where = f"no LLM calls for project {project!r} in week {week}"
+        listed = f"weeks with data: {', '.join(weeks)}" if weeks else f"project {project!r} has no data"
+        others = f"; projects with data: {', '.join(projects)}" if projects else "; no project has data yet"
+        super().__init__(f"{where} ({listed}{others})")
+        self.project, self.week, self.weeks, self.projects = project, week, weeks, projects
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"detail": str(self), "project": self.project, "week": self.week,
+                "weeks_with_data": self.weeks, "projects_with_data": self.projects}
+
+
+def weeks_with_data(store: Store, project: str | None = None) -> dict[str, list[str]]:
+    """Project -> the ISO weeks with its LLM calls, oldest first (one project, or all). Blocks."""
+    params: dict[str, Any] = {"llm": list(LLM_OPERATIONS), "project": project or ""}
+    rows = store.query(
+        "SELECT project, toUnixTimestamp(toMonday(period)) AS week FROM llm_hourly"
+        " WHERE operation IN {llm:Array(String)} AND ({project:String} = '' OR project = {project:String})"
+        " GROUP BY project, week HAVING sum(requests) > 0 ORDER BY project, week",
+        params,
+    )
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        monday = datetime.fromtimestamp(int(row["week"]), tz=timezone.utc)
+        out.setdefault(row["project"], []).append(week_label(monday))
+    return out
+
+
+def check_report_data(store: Store, project: str, monday: datetime, *, all_projects: bool) -> None:
+    """:class:`NoReportData` unless ``project`` has LLM calls in the week of ``monday``. Blocks.
+
+    ``all_projects`` names every project with data in the error (the CLI holding the data
+    directory); otherwise only the caller's own (the API, where a key sees one project).
+    """
+    found = weeks_with_data(store, None if all_projects else project)
+    week = week_label(monday)
+    if week not in found.get(project, []):
+        raise NoReportData(project, week, found.get(project, []), sorted(found))
 
 
 def _week_view(monday: datetime) -> View:
@@ -80,46 +135,65 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
 
 
 def weekly_data(store: Store, project: str, monday: datetime, *, progress: bool = False) -> dict[str, Any]:
-    """Everything the weekly report shows, for the week starting ``monday``. Blocks on the store."""
-    this_week, last_week = _week_view(monday), _week_view(monday - timedelta(days=7))
-    steps: list[tuple[str, Callable[[], Any]]] = [
-        ("latency", lambda: latency(store, project, this_week)),
-        ("latency, week before", lambda: latency(store, project, last_week)),
-        ("cost", lambda: cost(store, project, this_week)),
-        ("cost, week before", lambda: cost(store, project, last_week)),
-        ("quality", lambda: quality(store, project, this_week)),
-        ("quality, week before", lambda: quality(store, project, last_week)),
-        ("alerts", lambda: alerts(store, project, this_week)),
-    ]
+    """Everything the weekly report shows, for the week starting ``monday``. Blocks on the store.
+
+    The page functions run once per week of the trend (:data:`TREND_WEEKS`, the report's week
+    last), so each week's figures are the pages' figures for that week.
+    """
+    mondays = [monday - timedelta(days=7 * back) for back in range(TREND_WEEKS - 1, -1, -1)]
+    steps: list[tuple[str, Callable[[], Any]]] = [("alerts", lambda: alerts(store, project, _week_view(monday)))]
+    for day in mondays:
+        view = _week_view(day)
+        steps += [
+            (f"latency {week_label(day)}", partial(latency, store, project, view)),
+            (f"cost {week_label(day)}", partial(cost, store, project, view)),
+            (f"quality {week_label(day)}", partial(quality, store, project, view)),
+        ]
     results: dict[str, Any] = {}
     with _progress(progress, len(steps)) as step:
         for name, run in steps:
             results[name] = run()
             step(name)
-    lat, lat_prev = results["latency"], results["latency, week before"]
-    spend, spend_prev = results["cost"], results["cost, week before"]
-    qual, qual_prev = results["quality"], results["quality, week before"]
+    weeks = [{"monday": day, **{part: results[f"{part} {week_label(day)}"] for part in ("latency", "cost", "quality")}}
+             for day in mondays]
+    this, before = weeks[-1], weeks[-2]
+    lat, lat_prev = this["latency"], before["latency"]
+    spend, spend_prev = this["cost"], before["cost"]
+    qual, qual_prev = this["quality"], before["quality"]
     fired = results["alerts"]
+    end = monday + timedelta(days=7)
     return {
         "project": project,
-        "week": f"{monday.isocalendar()[0]}-W{monday.isocalendar()[1]:02d}",
+        "week": week_label(monday),
         "start": monday,
-        "end": monday + timedelta(days=7),
+        "end": end,
         "generated": datetime.now(timezone.utc),
         "latency": lat, "latency_prev": lat_prev,
         "cost": spend, "cost_prev": spend_prev,
         "quality": qual, "quality_prev": qual_prev,
         "alerts": fired,
-        "headline": _headline(lat, lat_prev, spend, spend_prev, qual, qual_prev),
-        "tenants": _per_name(spend["tenants"], spend_prev["tenants"]),
-        "routes": _route_latency(lat["routes"], lat_prev["routes"]),
-        "detectors": _detectors(qual, qual_prev),
+        "headline": _headline(lat, lat_prev, spend, spend_prev, qual, qual_prev, monday),
+        "tenants": _linked(_per_name(spend["tenants"], spend_prev["tenants"]), "tenant", monday),
+        "routes": _linked(_route_latency(lat["routes"], lat_prev["routes"]), "route", monday),
+        "detectors": _linked(_detectors(qual, qual_prev), "label", monday),
+        "trends": trends(weeks),
+        "moves": moves(this, before, monday, end),
+        "judge_trend": judge_trend(qual, mondays),
         "notable": notable(lat, lat_prev, spend, spend_prev, qual, qual_prev, fired),
     }
 
 
+def _linked(rows: list[dict[str, Any]], dim: str, monday: datetime) -> list[dict[str, Any]]:
+    """Each row with ``link``: the week's traces of its tenant, route or detector."""
+    end = monday + timedelta(days=7)
+    for row in rows:
+        name = row.get("name", row.get("route", row.get("detector")))
+        row["link"] = traces_link(monday, end, **{dim: name})
+    return rows
+
+
 def _headline(lat: dict[str, Any], lat_prev: dict[str, Any], spend: dict[str, Any], spend_prev: dict[str, Any],
-              qual: dict[str, Any], qual_prev: dict[str, Any]) -> list[dict[str, Any]]:
+              qual: dict[str, Any], qual_prev: dict[str, Any], monday: datetime) -> list[dict[str, Any]]:
     t, tp = lat["totals"], lat_prev["totals"]
     flagged = sum(d["spans"] for d in qual["detectors"])
     flagged_prev = sum(d["spans"] for d in qual_prev["detectors"])
@@ -137,12 +211,18 @@ def _headline(lat: dict[str, Any], lat_prev: dict[str, Any], spend: dict[str, An
         ("Queue wait p95", t["queue_wait_s"]["p95"], tp["queue_wait_s"]["p95"], "ms", False),
         ("Soft failures (flags per call)", soft, soft_prev, "pct", False),
     ]
+    end = monday + timedelta(days=7)
+    week = traces_link(monday, end)
+    # Where the calls behind a figure are: the week's failed calls for the error rate, the
+    # week's calls for the rest (the traces page shows their latency and cost).
+    links = {"Error rate": traces_link(monday, end, status="error")}
     out = []
     for label, current, previous, unit, higher_is_better in rows:
         d = delta(current, previous, higher_is_better=bool(higher_is_better))
         if higher_is_better is None:
             d["bad"] = False
-        out.append({"label": label, "current": current, "previous": previous, "unit": unit, **d})
+        out.append({"label": label, "current": current, "previous": previous, "unit": unit, **d,
+                    "link": links.get(label, week)})
     # Spend reads as on every surface: what is not in the sum is said beside it.
     out[2]["text"] = usd_text(spend["totals"]["cost_usd"], spend["totals"]["unpriced_calls"],
                               spend["totals"]["estimated_cost_usd"])
@@ -260,8 +340,20 @@ def render_weekly(data: dict[str, Any]) -> str:
         "latency": latency_figures(data["latency"]),
         "cost": cost_figures(data["cost"]),
         "quality": quality_figures(data["quality"]),
+        "trends": trend_figures(data["trends"]),
     }
     return env.get_template("report.html").render(data=data, figures=figures)
+
+
+def render_weekly_page(data: dict[str, Any], **page: Any) -> str:
+    """The report as a dashboard page: the same body, inside the navigation of the other pages."""
+    figures = {
+        "latency": latency_figures(data["latency"]),
+        "cost": cost_figures(data["cost"]),
+        "quality": quality_figures(data["quality"]),
+        "trends": trend_figures(data["trends"]),
+    }
+    return env.get_template("report_page.html").render(data=data, figures=figures, **page)
 
 
 def weekly_report(store: Store, project: str, monday: datetime, *, progress: bool = False) -> str:

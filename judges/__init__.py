@@ -13,7 +13,9 @@ Scores land in ``judge_scores`` and every judge call in ``judge_calls`` (the jud
 spend, which the daily :class:`Budget` is checked against). Scores are only comparable within
 one judge model and one rubric version; :func:`compare` and :func:`gate` compare two app
 versions on the same frozen :class:`Panel` with the same judge and rubric. ``router`` serves the
-scores and the spend as JSON (``GET /api/v1/judge_scores``); the collector app includes it.
+scores and the spend as JSON (``GET /api/v1/judge_scores``), and the ``infersight judge``
+operations under ``/api/v1/judge/`` for a CLI whose data directory a running collector owns; the
+collector app includes it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """``infersight judge ...``: sampled judging, panels, comparisons and the rollout gate.
 
 The group is registered on the main ``infersight`` CLI. Commands open the embedded store in
-``--data-dir`` (so they need the collector stopped, since one process owns a data directory),
-or use the store a caller put in ``ctx.obj["store"]`` (tests, or a process that already owns
-it). Exit codes: 0 success (gate: pass), 1 gate failed or an error, 2 usage error, 3 the
+``--data-dir``; while a collector owns that directory they ask the collector instead (the URL it
+recorded in ``owner.lock``, the project's key from ``--key`` or ``INFERSIGHT_API_KEY``), with the
+same output (:mod:`._operations` runs the same code on either side). A caller may put a store in
+``ctx.obj["store"]`` or a collector client in ``ctx.obj["collector"]`` (tests, or a process that
+already holds one). Exit codes: 0 success (gate: pass), 1 gate failed or an error, 2 usage error, 3 the
 comparison could not be made (too few paired outputs, judge unavailable).
 """
 
@@ -65,29 +67,70 @@ def _since_ns(value: str, param: str = "--since") -> int:
 
 
 @contextlib.contextmanager
-def _store(data_dir: Path) -> Iterator[Any]:
+def _source(data_dir: Path, key: str | None) -> Iterator[Any]:
+    """The store in ``data_dir``, or a client of the collector that owns it."""
     ctx = click.get_current_context()
-    given = (ctx.obj or {}).get("store") if isinstance(ctx.obj, dict) else None
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+    given = obj.get("store") or obj.get("collector")
     if given is not None:
         yield given
         return
-    from infersight.collector.errors import StoreError
-    from infersight.collector.store import ChdbStore
+    from infersight.collector.errors import InfersightError
+    from infersight.collector.web import store_or_collector
+
+    with contextlib.ExitStack() as stack:
+        try:
+            source = stack.enter_context(store_or_collector(data_dir, key))
+        except InfersightError as exc:
+            raise click.ClickException(str(exc)) from exc
+        yield source
+
+
+def _remote(source: Any) -> bool:
+    from infersight.collector.web import CollectorClient
+
+    return isinstance(source, CollectorClient)
+
+
+def _ask(client: Any, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The collector's answer to one operation; its refusals as this CLI's errors and exit codes."""
+    from infersight.collector.web import CollectorAnswer, CollectorUnreachable
 
     try:
-        store = ChdbStore(data_dir)
-    except StoreError as exc:
+        response = client.get(path, body) if method == "GET" else client.post(path, body)
+    except CollectorUnreachable as exc:
         raise click.ClickException(str(exc)) from exc
-    try:
-        yield store
-    finally:
-        store.close()
+    except CollectorAnswer as exc:
+        detail = exc.body.get("detail")
+        if isinstance(detail, dict) and detail.get("cannot_evaluate"):
+            raise CannotEvaluate(str(detail.get("message"))) from exc
+        raise click.ClickException(detail if isinstance(detail, str) else str(exc)) from exc
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _project(source: Any, project: str | None) -> str:
+    """The project to work on: ``--project`` (default ``default``), or through a collector the
+    key's project, which ``--project`` (when given) must name."""
+    if not _remote(source):
+        return project or "default"
+    served = str(_ask(source, "GET", "/api/v1/judge/spend", {"since_ns": time.time_ns()})["project"])
+    if project is not None and project != served:
+        raise click.ClickException(
+            f"the collector at {source.url} owns the data directory and serves project {served!r} to this key, "
+            f"not {project!r}: pass that project's key with --key")
+    return served
 
 
 def _store_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--project", default="default", show_default=True, help="Project whose spans are used.")(func)
-    func = click.option("--data-dir", default=".infersight", show_default=True,
-                        type=click.Path(path_type=Path), help="The collector's data directory.")(func)
+    func = click.option("--key", default=None, envvar="INFERSIGHT_API_KEY",
+                        help="The project's API key (env INFERSIGHT_API_KEY), for when a collector with API keys "
+                             "owns --data-dir: the command then runs in that collector.")(func)
+    func = click.option("--project", default=None,
+                        help="Project whose spans are used [default: 'default'; through a running collector, "
+                             "the key's project].")(func)
+    func = click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path),
+                        help="The collector's data directory: its store, or the collector that owns it.")(func)
     return func
 
 
@@ -121,32 +164,25 @@ def _judge_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _make_judge(opts: dict[str, Any]) -> Any:
-    from ._client import JudgeClient
+def _judge_of(opts: dict[str, Any]) -> Any:
+    """The judge options, checked (a client is built locally, no request made), and the client."""
+    from ._operations import JudgeOptions
 
-    prices = None
-    if (opts["price_input_mtok"] is None) != (opts["price_output_mtok"] is None):
-        raise click.UsageError("give both --price-input-mtok and --price-output-mtok, or neither")
-    if opts["price_input_mtok"] is not None:
-        prices = {"input_mtok": opts["price_input_mtok"], "output_mtok": opts["price_output_mtok"]}
+    options = JudgeOptions.from_dict(opts)
     try:
-        return JudgeClient(
-            base_url=opts["base_url"], model=opts["model"], api_key=opts["api_key"], provider=opts["provider"],
-            timeout_s=opts["timeout_s"], max_retries=opts["max_retries"], prices=prices,
-            json_mode=opts["json_mode"],
-        )
+        return options, options.judge()
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
 
 
-def _rubrics(opts: dict[str, Any], ids: tuple[str, ...]) -> list[Any]:
+def _rubrics(options: Any, ids: tuple[str, ...]) -> list[Any]:
     from ._errors import RubricError
-    from ._rubrics import load_rubrics, select_rubrics
 
     try:
-        return select_rubrics(load_rubrics(opts["rubrics_dir"]), ids)
+        rubrics: list[Any] = options.rubrics(ids)
     except RubricError as exc:
         raise click.ClickException(str(exc)) from exc
+    return rubrics
 
 
 def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -232,33 +268,40 @@ def judge() -> None:
 @_store_options
 def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate: float, min_per_stratum: int,
                 flagged_rate: float, max_calls: int | None, max_usd: float | None, pace: bool, progress: bool,
-                data_dir: Path, project: str, **opts: Any) -> None:
-    """Sample spans since --since and judge them (a backfill with --since 7d)."""
-    from ._budget import Budget, unpriced_judge_message
-    from ._runner import JudgeRunner
-    from ._sampler import Sampler, SamplingPolicy
+                data_dir: Path, project: str | None, key: str | None, **opts: Any) -> None:
+    """Sample spans since --since and judge them (a backfill with --since 7d).
 
-    since_ns = _since_ns(since)
-    until_ns = _since_ns(until, "--until") if until else time.time_ns()
-    rubrics = _rubrics(opts, rubric_ids)
-    judge_client = _make_judge(opts)
-    if max_usd is not None and not judge_client.price_known:
-        judge_client.close()
-        raise click.UsageError(unpriced_judge_message(
-            judge_client.model, max_usd, give_price="--price-input-mtok and --price-output-mtok",
-            no_cap="--max-usd none"))
-    with _store(data_dir) as store, contextlib.closing(judge_client):
-        sampler = Sampler(store, SamplingPolicy(rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate))
-        runner = JudgeRunner(store, judge_client, rubrics, project=project, sampler=sampler,
-                             budget=Budget(max_calls=max_calls, max_usd=max_usd, paced=pace),
-                             concurrency=opts["concurrency"])
-        report = runner.run(since_ns, until_ns, progress=progress)
-    click.echo(report.summary())
-    if report.stopped == "budget" and pace and "paced" in report.budget_refusal:
+    While a collector owns --data-dir the run happens in that collector, which calls the judge.
+    """
+    from dataclasses import asdict
+
+    from ._operations import RunRequest, check_price, run_judging, run_outcome
+
+    request = RunRequest(
+        since_ns=_since_ns(since), until_ns=_since_ns(until, "--until") if until else time.time_ns(),
+        rubric_ids=rubric_ids, rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate,
+        max_calls=max_calls, max_usd=max_usd, pace=pace)
+    options, judge_client = _judge_of(opts)
+    _rubrics(options, rubric_ids)
+    with contextlib.closing(judge_client):
+        try:
+            check_price(judge_client, max_usd)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        if _remote(source):
+            outcome = _ask(source, "POST", "/api/v1/judge/run",
+                           {**asdict(request), "judge": asdict(options)})
+        else:
+            outcome = run_outcome(run_judging(source, scope, options, request, progress=progress))
+    click.echo(outcome["summary"])
+    stopped = outcome["stopped"]
+    if stopped == "budget" and pace and "paced" in outcome["budget_refusal"]:
         click.echo("The daily budget is paced over the UTC day; --no-pace spends what is left of today's now.",
                    err=True)
-    if report.stopped and report.stopped != "budget":
-        raise CannotEvaluate(f"judging stopped early: {report.stopped}")
+    if stopped and stopped != "budget":
+        raise CannotEvaluate(f"judging stopped early: {stopped}")
 
 
 @judge.group("panel")
@@ -272,36 +315,45 @@ def panel() -> None:
 @click.option("--since", default="30d", show_default=True, help="Take inputs seen since then.")
 @click.option("--id", "panel_id", default=None, help="Panel id (default: route-date-hash).")
 @_store_options
-def panel_create(route: str, size: int, since: str, panel_id: str | None, data_dir: Path, project: str) -> None:
+def panel_create(route: str, size: int, since: str, panel_id: str | None, data_dir: Path, project: str | None,
+                 key: str | None) -> None:
     """Freeze up to --size distinct inputs of --route into a new panel; prints its id."""
     from ._errors import PanelError
     from ._panels import create_panel
 
     since_ns = _since_ns(since)
-    with _store(data_dir) as store:
-        try:
-            created = create_panel(store, project, route, size, since_ns=since_ns, panel_id=panel_id)
-        except (PanelError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
-    click.echo(created.panel_id)
-    note = f" (only {len(created.items)} distinct inputs were available)" if len(created.items) < size else ""
-    click.echo(f"Panel {created.panel_id}: {len(created.items)} inputs of route {route!r}{note}.", err=True)
+    request = {"route": route, "size": size, "since_ns": since_ns, "panel_id": panel_id}
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        if _remote(source):
+            created = _ask(source, "POST", "/api/v1/judge/panels", request)
+        else:
+            try:
+                frozen = create_panel(source, scope, route, size, since_ns=since_ns, panel_id=panel_id)
+            except (PanelError, ValueError) as exc:
+                raise click.ClickException(str(exc)) from exc
+            created = {"panel_id": frozen.panel_id, "items": len(frozen.items)}
+    click.echo(created["panel_id"])
+    note = f" (only {created['items']} distinct inputs were available)" if created["items"] < size else ""
+    click.echo(f"Panel {created['panel_id']}: {created['items']} inputs of route {route!r}{note}.", err=True)
 
 
 @panel.command("list")
 @_store_options
-def panel_list(data_dir: Path, project: str) -> None:
+def panel_list(data_dir: Path, project: str | None, key: str | None) -> None:
     """List the project's panels, newest first."""
     from ._panels import list_panels
 
-    with _store(data_dir) as store:
-        rows = list_panels(store, project)
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        rows = _ask(source, "GET", "/api/v1/judge/panels", {})["rows"] if _remote(source) else list_panels(
+            source, scope)
     if not rows:
         click.echo("No panels yet; create one with 'infersight judge panel create --route R'.", err=True)
         return
     click.echo(f"{'PANEL':<48}{'ROUTE':<28}{'CREATED (UTC)':<26}SIZE")
     for row in rows:
-        click.echo(f"{row['panel_id']:<48}{row['route']:<28}{row['created'][:19]:<26}{row['size']}")
+        click.echo(f"{row['panel_id']:<48}{row['route']:<28}{str(row['created'])[:19]:<26}{row['size']}")
 
 
 def _compare_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -323,23 +375,29 @@ def _compare_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _run_compare(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
-                 resamples: int, min_pairs: int, data_dir: Path, project: str, opts: dict[str, Any]) -> Any:
-    from ._compare import compare
+                 resamples: int, min_pairs: int, data_dir: Path, project: str | None, key: str | None,
+                 opts: dict[str, Any], gate_rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The comparison (and the gate's verdict, with ``gate_rule``) as :func:`compare_outcome` shapes it."""
+    from dataclasses import asdict
+
     from ._errors import JudgeError
-    from ._panels import load_panel
+    from ._operations import CompareRequest, compare_outcome, compare_versions
 
     if baseline == candidate:
         raise click.UsageError("--baseline and --candidate must name different versions")
-    since_ns = _since_ns(since)
-    (rubric,) = _rubrics(opts, (rubric_id,))
-    judge_client = _make_judge(opts)
-    with _store(data_dir) as store, contextlib.closing(judge_client):
+    request = CompareRequest(panel_id=panel_id, baseline=baseline, candidate=candidate, rubric_id=rubric_id,
+                             since_ns=_since_ns(since), confidence=confidence, resamples=resamples,
+                             min_pairs=min_pairs)
+    options, judge_client = _judge_of(opts)
+    judge_client.close()
+    _rubrics(options, (rubric_id,))
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        if _remote(source):
+            return _ask(source, "POST", "/api/v1/judge/compare",
+                        {**asdict(request), "judge": asdict(options), "gate": gate_rule})
         try:
-            frozen = load_panel(store, project, panel_id)
-            return compare(
-                store, frozen, baseline, candidate, judge=judge_client, rubric=rubric, since_ns=since_ns,
-                concurrency=opts["concurrency"], resamples=resamples, confidence=confidence, min_pairs=min_pairs,
-            )
+            return compare_outcome(compare_versions(source, scope, options, request), gate_rule)
         except JudgeError as exc:
             raise CannotEvaluate(str(exc)) from exc
 
@@ -349,11 +407,12 @@ def _run_compare(panel_id: str, baseline: str, candidate: str, rubric_id: str, s
 @_judge_options
 @_store_options
 def compare_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
-                    resamples: int, min_pairs: int, as_json: bool, data_dir: Path, project: str, **opts: Any) -> None:
+                    resamples: int, min_pairs: int, as_json: bool, data_dir: Path, project: str | None,
+                    key: str | None, **opts: Any) -> None:
     """Score both versions' outputs on a panel and print the difference with a confidence interval."""
-    result = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
-                          data_dir, project, opts)
-    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.describe())
+    outcome = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
+                           data_dir, project, key, opts)
+    click.echo(json.dumps(outcome["comparison"], indent=2) if as_json else outcome["description"])
 
 
 @judge.command("gate")
@@ -367,35 +426,34 @@ def compare_command(panel_id: str, baseline: str, candidate: str, rubric_id: str
 @_store_options
 def gate_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, since: str, confidence: float,
                  resamples: int, min_pairs: int, as_json: bool, max_drop: float, rule: str, data_dir: Path,
-                 project: str, **opts: Any) -> None:
+                 project: str | None, key: str | None, **opts: Any) -> None:
     """Exit 1 when the candidate is worse than the baseline beyond --max-drop (0 pass, 3 undecided)."""
-    from ._compare import gate
-
-    result = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
-                          data_dir, project, opts)
-    verdict = gate(result, max_drop=max_drop, rule=rule)
+    outcome = _run_compare(panel_id, baseline, candidate, rubric_id, since, confidence, resamples, min_pairs,
+                           data_dir, project, key, opts, {"max_drop": max_drop, "rule": rule})
+    verdict = outcome["gate"]
     if as_json:
-        outcome = {"passed": verdict.passed, "rule": rule, "max_drop": max_drop, "message": verdict.message}
-        click.echo(json.dumps({**result.to_dict(), "gate": outcome}, indent=2))
+        click.echo(json.dumps({**outcome["comparison"], "gate": verdict}, indent=2))
     else:
-        click.echo(result.describe())
-        click.echo(verdict.message)
-    if not verdict.passed:
+        click.echo(outcome["description"])
+        click.echo(verdict["message"])
+    if not verdict["passed"]:
         click.get_current_context().exit(1)
 
 
 @judge.command("spend")
 @click.option("--since", default="7d", show_default=True)
 @_store_options
-def spend_command(since: str, data_dir: Path, project: str) -> None:
+def spend_command(since: str, data_dir: Path, project: str | None, key: str | None) -> None:
     """The judge's own spend per day, model and purpose (sampled judging vs panels)."""
     from infersight.collector.store import usd_text
 
     from ._records import judge_spend
 
     since_ns = _since_ns(since)
-    with _store(data_dir) as store:
-        rows = judge_spend(store, project, since_ns)
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        rows = (_ask(source, "GET", "/api/v1/judge/spend", {"since_ns": since_ns})["rows"] if _remote(source)
+                else judge_spend(source, scope, since_ns))
     click.echo(f"{'DAY':<12}{'JUDGE MODEL':<28}{'PURPOSE':<9}{'CALLS':>7}{'SCORED':>8}{'FAILED':>8}{'COST':>12}")
     for r in rows:
         cost = usd_text(float(r["usd"])) + ("*" if int(r["uncosted_calls"]) else "")
@@ -408,13 +466,15 @@ def spend_command(since: str, data_dir: Path, project: str) -> None:
 @judge.command("scores")
 @click.option("--since", default="7d", show_default=True)
 @_store_options
-def scores_command(since: str, data_dir: Path, project: str) -> None:
+def scores_command(since: str, data_dir: Path, project: str | None, key: str | None) -> None:
     """Mean judge score per route, app version, judge model and rubric version."""
     from ._records import scores_summary
 
     since_ns = _since_ns(since)
-    with _store(data_dir) as store:
-        rows = scores_summary(store, project, since_ns)
+    with _source(data_dir, key) as source:
+        scope = _project(source, project)
+        rows = (_ask(source, "GET", "/api/v1/judge/scores", {"since_ns": since_ns})["rows"] if _remote(source)
+                else scores_summary(source, scope, since_ns))
     click.echo(f"{'ROUTE':<24}{'VERSION':<14}{'JUDGE MODEL':<24}{'RUBRIC':<28}{'N':>6}{'MEAN':>7}{'WEIGHTED':>10}")
     for r in rows:
         rubric = f"{r['rubric_id']}@v{r['rubric_version']}"

@@ -41,9 +41,11 @@ EXPECTED = {
         "replay_dead_letters",
     ],
     web: [
-        "ApiProjectDep", "Authenticator", "AuthenticatorDep", "ErrorPages", "NotCrossSiteDep", "PageNotAnalysedDep",
+        "ApiProjectDep", "Authenticator", "AuthenticatorDep", "CollectorAnswer", "CollectorClient",
+        "CollectorUnreachable", "ErrorPages", "NotCrossSiteDep", "PageNotAnalysedDep",
         "PageProjectDep", "ProjectKeys", "SESSION_COOKIE", "SESSION_MAX_AGE_S", "SameOriginDep", "SecurityHeaders",
-        "StoreDep", "UnreadBodyDrain", "api_router", "error_handlers", "key_project", "metrics_router",
+        "StoreDep", "UnreadBodyDrain", "api_router", "collector_url", "error_handlers", "key_project",
+        "metrics_router", "record_collector_url", "store_or_collector",
     ],
     demo: ["FakeJudge", "FakeLLM", "run_traffic", "start_fake_llm"],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],

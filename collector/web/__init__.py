@@ -3,7 +3,9 @@
 API keys, dashboard sessions, the FastAPI dependencies that every stage's routes (the OTLP
 receivers, the alerts' and judges' routes, the dashboards) use to reach the store and the
 caller's project, the origin checks of routes that change state, the security headers, the
-error answers (:class:`ErrorPages` brings the pages of whoever serves them) and the body drain.
+error answers (:class:`ErrorPages` brings the pages of whoever serves them) and the body drain;
+and the CLI's way to a data directory: its store, or the collector that owns it
+(:func:`store_or_collector`).
 Its own routes are the shared read API over the store and the spool (``api_router``) and the
 collector's health in Prometheus text (``metrics_router``). The app factory mounts them all.
 """
@@ -13,6 +15,14 @@ from __future__ import annotations
 from ._api import router as api_router
 from ._auth import SESSION_COOKIE, SESSION_MAX_AGE_S, Authenticator
 from ._body import UnreadBodyDrain
+from ._client import (
+    CollectorAnswer,
+    CollectorClient,
+    CollectorUnreachable,
+    collector_url,
+    record_collector_url,
+    store_or_collector,
+)
 from ._deps import ApiProjectDep, AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep, key_project
 from ._error_pages import ErrorPages
 from ._keys import ProjectKeys
@@ -24,6 +34,9 @@ __all__ = [
     "ApiProjectDep",
     "Authenticator",
     "AuthenticatorDep",
+    "CollectorAnswer",
+    "CollectorClient",
+    "CollectorUnreachable",
     "ErrorPages",
     "NotCrossSiteDep",
     "PageNotAnalysedDep",
@@ -36,7 +49,10 @@ __all__ = [
     "StoreDep",
     "UnreadBodyDrain",
     "api_router",
+    "collector_url",
     "error_handlers",
     "key_project",
     "metrics_router",
+    "record_collector_url",
+    "store_or_collector",
 ]
