@@ -16,6 +16,7 @@ from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._digest import DIGEST, build_digest, projects_active
 from ._error_rate import ErrorRateRule
+from ._holds import hold_back
 from ._model import BREACH, CLEAR, Alert, Verdict, fingerprint
 from ._queue import QueueRule
 from ._rules import CostRules, ErrorRule, queue_verdicts
@@ -197,6 +198,7 @@ class Evaluator:
     def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
         delivered: list[str] = []
         errors: list[str] = []
+        events = hold_back(self.store, events, self.clock())
         if not events:
             return delivered, errors
         for notifier in self.notifiers:
