@@ -10,6 +10,7 @@ spans can only ever be text.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from infersight.collector.alerts import silencing
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, check_choice, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
@@ -132,10 +134,18 @@ async def quality_page(
 async def alerts_page(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
 ) -> HTMLResponse:
-    """Alerts firing now and their history, each linked to the view that explains it."""
+    """Alerts firing now, each marked silenced or acknowledged (who, why, until) with a form to
+    silence it (its labels as matchers) and one to acknowledge it; the project's silences with
+    a button to expire each; the history, each event linked to the view that explains it."""
     view = page_view(request)
-    data, opts = await run_in_threadpool(_with_options, store, project, view, alerts)
-    return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts)
+
+    def load() -> tuple[Any, ...]:
+        data, opts = _with_options(store, project, view, alerts)
+        return data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc))
+
+    data, opts, silenced = await run_in_threadpool(load)
+    return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts,
+                silenced=silenced)
 
 
 @router.get("/traces", response_class=HTMLResponse)

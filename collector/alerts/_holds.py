@@ -5,10 +5,11 @@ sees them, so every channel honours the same silences. The alerts are still eval
 stored (the Alerts page shows them, marked); only their notifications change:
 
 1. An event of an alert that an active silence mutes is not sent, and its firing is remembered
-   as owed (``alert_holds``, with what the alert said).
+   as owed (``alert_holds``, with what the alert said): a firing never sent, or a reminder of
+   one that was sent before the silence began.
 2. A repeat of an acknowledged firing is not sent: the acknowledgement lasts until it resolves.
 3. An owed firing whose silences have all lifted while it still fires, and that nobody
-   acknowledged, is sent then, once, as a new firing.
+   acknowledged, is sent then, once: as a firing if it was never sent, else as a repeat.
 4. A resolve of a firing that was never sent is not sent either (it would close nothing), and
    the owed firing is dropped. A resolve of a firing that was sent goes out even under a
    silence, so the page it opened is closed.
@@ -23,7 +24,7 @@ from ..store import Store, clickhouse_time, encode_rows
 from ._silences import ack_key, acks, active_silences, silenced_by
 from ._state import FIRING, RESOLVED, AlertState, Event
 
-OWED, SENT, DROPPED = "owed", "sent", "dropped"
+OWED, REMIND, SENT, DROPPED = "owed", "remind", "sent", "dropped"
 _Key = tuple[str, str, str]
 
 
@@ -31,9 +32,9 @@ def _owed(store: Store) -> dict[_Key, dict[str, Any]]:
     rows = store.query(
         "SELECT project, fingerprint, toString(starts_at) AS starts, argMax(name, ts) AS name,"
         " argMax(labels, ts) AS labels, argMax(summary, ts) AS summary, argMax(details, ts) AS details,"
-        " argMax(numbers, ts) AS numbers, argMax(link, ts) AS link FROM alert_holds"
-        " GROUP BY project, fingerprint, starts_at HAVING argMax(state, ts) = {owed:String}",
-        {"owed": OWED},
+        " argMax(numbers, ts) AS numbers, argMax(link, ts) AS link, argMax(state, ts) AS latest FROM alert_holds"
+        " GROUP BY project, fingerprint, starts_at HAVING latest IN ({owed:String}, {remind:String})",
+        {"owed": OWED, "remind": REMIND},
     )
     return {(r["project"], r["fingerprint"], r["starts"]): r for r in rows}
 
@@ -75,12 +76,12 @@ def hold_back(store: Store, events: list[Event], now: datetime) -> list[Event]:
         silence = silenced_by(silences.get(state.project, []), state.name, state.labels, now)
         if event.kind == RESOLVED:
             if key in owed:
-                rows.append(_hold_row(state, now, DROPPED, "resolved before it was sent"))
-            else:
+                rows.append(_hold_row(state, now, DROPPED, "resolved while held"))
+            if owed.get(key, {}).get("latest") != OWED:
                 send.append(event)
         elif silence is not None:
             if key not in owed:
-                rows.append(_hold_row(state, now, OWED, f"silence {silence.id}"))
+                rows.append(_hold_row(state, now, OWED if event.kind == FIRING else REMIND, f"silence {silence.id}"))
         elif key not in acked:
             send.append(event)
             if key in owed:
@@ -90,7 +91,7 @@ def hold_back(store: Store, events: list[Event], now: datetime) -> list[Event]:
             continue
         state = _owed_state(row)
         if silenced_by(silences.get(state.project, []), state.name, state.labels, now) is None:
-            send.append(Event(FIRING, state))
+            send.append(Event(FIRING if row["latest"] == OWED else "repeat", state))
             rows.append(_hold_row(state, now, SENT, "its silence lifted"))
     if rows:
         store.insert("alert_holds", encode_rows(rows))
