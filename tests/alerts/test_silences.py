@@ -8,12 +8,17 @@ firing owed: it ends with the silence lifted and the firing sent, or with the fi
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
 
+from infersight import sdk
+from infersight.collector._server import CollectorProcess
 from infersight.collector.alerts import Ack, Evaluator, EvaluatorConfig, Matcher, WebhookNotifier, parse_matcher
 from infersight.collector.alerts._holds import hold_back
 from infersight.collector.alerts._model import fingerprint
@@ -22,13 +27,15 @@ from infersight.collector.alerts._silences import (
     active_silences,
     expire_silence,
     new_silence,
+    project_silences,
     save_ack,
     save_silence,
 )
 from infersight.collector.alerts._state import FIRING, RESOLVED, AlertState, Event
 from infersight.collector.errors import BadRequest
-from infersight.collector.store import encode_rows
+from infersight.collector.store import ClickHouseStore, encode_rows
 from tests import http
+from tests.conftest import free_port, wait_for
 
 from .receiver import Receiver
 from .test_evaluator import span_rows
@@ -83,7 +90,18 @@ def test_a_silence_must_be_narrow_end_later_and_say_who_and_why():
         make([parse_matcher("service=checkout")], why=" ")
 
 
-# -- holding back ---------------------------------------------------------------------------
+# -- holding back, on both store backends ---------------------------------------------------
+
+
+@pytest.fixture(params=["chdb", "clickhouse"])
+def backend(request, store, clickhouse_http):
+    """The embedded store, or a ClickHouse server (tests/collector/clickhouse_http.py) over HTTP."""
+    if request.param == "chdb":
+        yield store
+    else:
+        server = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/silences")
+        yield server
+        server.close()
 
 
 def state(project: str, *, service: str = "checkout", starts: datetime = T0) -> AlertState:
@@ -103,68 +121,87 @@ def mine(events, project):
     return [(e.kind, e.state.labels["service"]) for e in events if e.state.project == project]
 
 
-def test_a_silenced_firing_is_held_then_sent_once_when_the_silence_lifts(store):
+def test_a_silenced_firing_is_held_then_sent_once_when_the_silence_lifts(backend):
     project = project_name("lift")
-    muted = silence(store, project, "alertname=ErrorRateSpike", "service=~check.*")
+    muted = silence(backend, project, "alertname=ErrorRateSpike", "service=~check.*")
     checkout, search = state(project), state(project, service="search")
     at = T0 + timedelta(minutes=1)
-    assert mine(hold_back(store, [Event(FIRING, checkout), Event(FIRING, search)], at), project) == [
+    assert mine(hold_back(backend, [Event(FIRING, checkout), Event(FIRING, search)], at), project) == [
         ("firing", "search")]
-    assert mine(hold_back(store, [Event("repeat", checkout)], at + timedelta(minutes=1)), project) == []
-    assert mine(hold_back(store, [], at + timedelta(minutes=2)), project) == []  # still silenced: still owed
+    assert mine(hold_back(backend, [Event("repeat", checkout)], at + timedelta(minutes=1)), project) == []
+    assert mine(hold_back(backend, [], at + timedelta(minutes=2)), project) == []  # still silenced: still owed
 
-    expire_silence(store, project, muted.id, at + timedelta(minutes=3))
-    assert active_silences(store, at + timedelta(minutes=3)).get(project) is None
-    released = [e for e in hold_back(store, [], at + timedelta(minutes=4)) if e.state.project == project]
+    expire_silence(backend, project, muted.id, at + timedelta(minutes=3))
+    assert active_silences(backend, at + timedelta(minutes=3)).get(project) is None
+    released = [e for e in hold_back(backend, [], at + timedelta(minutes=4)) if e.state.project == project]
     assert [(e.kind, e.state.labels["service"], e.state.summary) for e in released] == [
         ("firing", "checkout", "checkout: errors")]
     assert released[0].state.starts_at == T0  # the firing it always was, not a new one
-    assert mine(hold_back(store, [], at + timedelta(minutes=5)), project) == []  # sent once
+    assert mine(hold_back(backend, [], at + timedelta(minutes=5)), project) == []  # sent once
 
 
-def test_a_firing_that_resolves_under_its_silence_is_never_sent(store):
+def test_a_firing_that_resolves_under_its_silence_is_never_sent(backend):
     project = project_name("resolve")
-    silence(store, project, "service=checkout")
+    silence(backend, project, "service=checkout")
     firing = state(project)
-    assert mine(hold_back(store, [Event(FIRING, firing)], T0), project) == []
+    assert mine(hold_back(backend, [Event(FIRING, firing)], T0), project) == []
     resolved = replace(firing, status=RESOLVED, ends_at=T0 + timedelta(minutes=5))
-    assert mine(hold_back(store, [Event(RESOLVED, resolved)], T0 + timedelta(minutes=5)), project) == []
+    assert mine(hold_back(backend, [Event(RESOLVED, resolved)], T0 + timedelta(minutes=5)), project) == []
     # the silence ends while nothing fires: nothing is owed
-    assert mine(hold_back(store, [], T0 + timedelta(hours=1)), project) == []
+    assert mine(hold_back(backend, [], T0 + timedelta(hours=1)), project) == []
 
 
-def test_a_resolve_of_a_firing_already_sent_goes_out_under_a_silence(store):
+def test_a_resolve_of_a_firing_already_sent_goes_out_under_a_silence(backend):
     project = project_name("sent")
     firing = state(project)
-    assert mine(hold_back(store, [Event(FIRING, firing)], T0 - timedelta(minutes=5)), project) == [
+    assert mine(hold_back(backend, [Event(FIRING, firing)], T0 - timedelta(minutes=5)), project) == [
         ("firing", "checkout")]
-    silence(store, project, "service=checkout")
-    assert mine(hold_back(store, [Event("repeat", firing)], T0), project) == []
+    silence(backend, project, "service=checkout")
+    assert mine(hold_back(backend, [Event("repeat", firing)], T0), project) == []
     resolved = replace(firing, status=RESOLVED, ends_at=T0 + timedelta(minutes=1))
-    assert mine(hold_back(store, [Event(RESOLVED, resolved)], T0 + timedelta(minutes=1)), project) == [
+    assert mine(hold_back(backend, [Event(RESOLVED, resolved)], T0 + timedelta(minutes=1)), project) == [
         ("resolved", "checkout")]  # the page it opened gets closed
 
 
-def test_silences_belong_to_their_project(store):
+def test_silences_belong_to_their_project(backend):
     project, other = project_name("own"), project_name("other")
-    silence(store, project, "service=checkout")
-    assert mine(hold_back(store, [Event(FIRING, state(other))], T0), other) == [("firing", "checkout")]
+    silence(backend, project, "service=checkout")
+    assert mine(hold_back(backend, [Event(FIRING, state(other))], T0), other) == [("firing", "checkout")]
 
 
-def test_an_ack_stops_repeats_until_the_firing_resolves(store):
+def test_an_ack_stops_repeats_until_the_firing_resolves(backend):
     project = project_name("ack")
     firing = state(project)
-    assert mine(hold_back(store, [Event(FIRING, firing)], T0), project) == [("firing", "checkout")]
-    save_ack(store, Ack(project, firing.fingerprint, T0, T0 + timedelta(minutes=2), "dana", "on it"))
-    assert mine(hold_back(store, [Event("repeat", firing)], T0 + timedelta(hours=4)), project) == []
+    assert mine(hold_back(backend, [Event(FIRING, firing)], T0), project) == [("firing", "checkout")]
+    save_ack(backend, Ack(project, firing.fingerprint, T0, T0 + timedelta(minutes=2), "dana", "on it"))
+    assert mine(hold_back(backend, [Event("repeat", firing)], T0 + timedelta(hours=4)), project) == []
     resolved = replace(firing, status=RESOLVED, ends_at=T0 + timedelta(hours=5))
-    assert mine(hold_back(store, [Event(RESOLVED, resolved)], T0 + timedelta(hours=5)), project) == [
+    assert mine(hold_back(backend, [Event(RESOLVED, resolved)], T0 + timedelta(hours=5)), project) == [
         ("resolved", "checkout")]
     again = state(project, starts=T0 + timedelta(hours=6))  # a new firing: the ack was of the last one
-    assert mine(hold_back(store, [Event(FIRING, again)], T0 + timedelta(hours=6)), project) == [
+    assert mine(hold_back(backend, [Event(FIRING, again)], T0 + timedelta(hours=6)), project) == [
         ("firing", "checkout")]
-    (ack,) = acks(store, project)
+    (ack,) = acks(backend, project)
     assert (ack.acked_by, ack.note, ack.starts_at) == ("dana", "on it", T0)
+
+
+def test_a_silence_lives_from_start_to_expiry_and_edits_keep_its_id(backend):
+    project = project_name("life")
+    pending = silence(backend, project, "service=checkout", starts=T0 + timedelta(minutes=10),
+                      ends=T0 + timedelta(hours=1))
+    running = silence(backend, project, "tenant=~acme|globex", starts=T0 - timedelta(minutes=1))
+    active = {s.id for s in active_silences(backend, T0).get(project, [])}
+    assert active == {running.id}
+    assert project_silences(backend, project, T0)[0].id == pending.id  # latest end first
+    edited = save_silence(backend, replace(running, comment="longer", ends_at=T0 + timedelta(hours=3),
+                                           updated_at=T0 + timedelta(seconds=1)))
+    (found,) = [s for s in project_silences(backend, project, T0) if s.id == running.id]
+    assert (found.comment, found.ends_at) == ("longer", edited.ends_at)
+    assert expire_silence(backend, project, pending.id, T0).state(T0) == "expired"  # a pending one never starts
+    assert active_silences(backend, T0 + timedelta(minutes=20)).get(project, []) == [found]
+    assert expire_silence(backend, project, "no-such-id", T0) is None
+    assert project_silences(backend, project, T0 + timedelta(hours=4)) == []
+    assert len(project_silences(backend, project, T0 + timedelta(hours=4), expired_for=timedelta(days=1))) == 2
 
 
 # -- the evaluator, a webhook on a socket ---------------------------------------------------
@@ -256,3 +293,56 @@ def test_forms_refuse_other_sites(collector):
     assert api.status_code == 403
     (listed,) = http.get(f"{collector.url}/api/v1/silences").json()["silences"]
     assert listed["createdBy"] == "anonymous (no keys)" and listed["matchers"][0]["value"] == "checkout"
+
+
+# -- a collector process, the SDK and a webhook -----------------------------------------------
+
+
+def test_a_running_collector_holds_a_silenced_page_and_sends_it_when_the_silence_is_deleted(tmp_path):
+    receiver = Receiver()
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(
+        "--no-auth", "--evaluation-interval", "0.5", "--alert-webhook-url", receiver.url + "/hook",
+    )).start()
+    try:
+        ends = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+        created = http.post(f"{process.url}/api/v2/silences", json={
+            "matchers": [{"name": "alertname", "value": "ErrorRateSpike", "isRegex": False, "isEqual": True},
+                         {"name": "service", "value": "check.*", "isRegex": True, "isEqual": True}],
+            "endsAt": ends, "createdBy": "dana", "comment": "provider incident, tracked elsewhere"})
+        assert created.status_code == 200, created.text
+        silence_id = created.json()["silenceID"]
+
+        sdk.init(service_name="checkout", endpoint=process.url,
+                 tracer_provider=TracerProvider(resource=Resource.create({"service.name": "checkout"})))
+
+        @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+        def ask():
+            raise TimeoutError("provider timed out")
+
+        for _ in range(150):
+            with contextlib.suppress(TimeoutError):
+                ask()
+        sdk.force_flush(10_000)
+        sdk.shutdown()
+
+        def firing() -> list[dict]:
+            return http.get(f"{process.url}/api/v1/alerts").json()["firing"]
+
+        (alert,) = wait_for(firing, timeout_s=120)
+        # the state is stored after its evaluation's delivery: a page would be here already
+        assert alert["silenced_by"]["id"] == silence_id and alert["silenced_by"]["createdBy"] == "dana"
+        assert receiver.bodies("/hook") == []
+
+        assert http.delete(f"{process.url}/api/v1/silences/{silence_id}").status_code == 200
+        (page,) = wait_for(lambda: receiver.bodies("/hook"), timeout_s=120)
+        (sent,) = page["alerts"]
+        assert sent["status"] == "firing" and sent["labels"]["service"] == "checkout"
+
+        ack = http.post(f"{process.url}/api/v1/alerts/{alert['fingerprint']}/ack", json={"note": "mitigating"})
+        assert ack.status_code == 200, ack.text
+        (acked,) = firing()
+        assert acked["ack"]["note"] == "mitigating" and acked["ack"]["ackedBy"] == "anonymous (no keys)"
+        assert acked["silenced_by"] is None
+    finally:
+        process.stop()
+        receiver.stop()
