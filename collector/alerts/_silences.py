@@ -326,14 +326,17 @@ def silenced_by(silences: list[Silence], name: str, labels: dict[str, str], now:
 def silencing(store: Store, project: str, firing: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
     """What the Alerts page and API show beside the firing alerts (rows of ``history``: name,
     labels, fingerprint, since): ``silences``, the project's pending and active ones and those
-    that expired in the last day; ``marks``, by fingerprint, the silence muting each alert and
-    its firing's acknowledgement (``None`` when there is none)."""
+    that expired in the last day; ``marks``, by fingerprint, the silence muting each alert, its
+    firing's acknowledgement (``None`` when there is none) and its labels as matchers, one per
+    line (what a silence of exactly this alert needs; the project is implied)."""
     listed = project_silences(store, project, now, expired_for=timedelta(days=1))
     acked = {(a.fingerprint, clickhouse_time(a.starts_at)): a for a in acks(store, project)}
     marks = {}
     for alert in firing:
         silence = silenced_by(listed, alert["name"], alert["labels"], now)
         ack = acked.get((alert["fingerprint"], alert["since"][:23]))
+        labels = alert_labels(alert["name"], {k: v for k, v in alert["labels"].items() if k != "project"})
         marks[alert["fingerprint"]] = {"silence": silence.as_json(now) if silence else None,
-                                       "ack": ack.as_json() if ack else None}
+                                       "ack": ack.as_json() if ack else None,
+                                       "matchers": "\n".join(Matcher(k, v).text() for k, v in labels.items())}
     return {"silences": [s.as_json(now) for s in listed], "marks": marks}
