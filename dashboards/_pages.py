@@ -141,7 +141,7 @@ async def alerts_page(
 
     def load() -> tuple[Any, ...]:
         data, opts = _with_options(store, project, view, alerts)
-        return data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc))
+        return data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc), data["history"])
 
     data, opts, silenced = await run_in_threadpool(load)
     return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts,

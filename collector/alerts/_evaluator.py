@@ -198,9 +198,8 @@ class Evaluator:
     def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
         delivered: list[str] = []
         errors: list[str] = []
-        events = hold_back(self.store, events, self.clock())
-        if not events:
-            return delivered, errors
+        if not (events := hold_back(self.store, events, self.clock())):
+            return [n.name for n in self.notifiers], errors  # all held back: handled, not to retry each minute
         for notifier in self.notifiers:
             try:
                 notifier.send(events)

@@ -69,11 +69,15 @@ async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = Non
 
 
 def alert_history(store: Store, project: str, since: datetime, now: datetime) -> dict[str, Any]:
-    """:func:`history`, each firing alert with the silence muting it and its firing's acknowledgement."""
+    """:func:`history`, each firing alert with the silence muting it and its firing's
+    acknowledgement, each event with the id of the silence that held it back (``held_by``)."""
     result = history(store, project, since)
-    marks = silencing(store, project, result["firing"], now)["marks"]
+    marks = silencing(store, project, result["firing"], now, result["history"])
     for alert in result["firing"]:
-        alert["silenced_by"], alert["ack"] = marks[alert["fingerprint"]]["silence"], marks[alert["fingerprint"]]["ack"]
+        mark = marks["marks"][alert["fingerprint"]]
+        alert["silenced_by"], alert["ack"] = mark["silence"], mark["ack"]
+    for event, held_by in zip(result["history"], marks["held"], strict=True):
+        event["held_by"] = held_by
     return result
 
 

@@ -22,6 +22,7 @@ from infersight.collector._server import CollectorProcess
 from infersight.collector.alerts import Ack, Evaluator, EvaluatorConfig, Matcher, WebhookNotifier, parse_matcher
 from infersight.collector.alerts._holds import hold_back
 from infersight.collector.alerts._model import fingerprint
+from infersight.collector.alerts._routes import alert_history
 from infersight.collector.alerts._silences import (
     acks,
     active_silences,
@@ -229,6 +230,9 @@ def test_the_evaluator_sends_nothing_while_silenced_and_pages_when_the_silence_e
         clock[0] = now + timedelta(minutes=1)
         evaluator.run_once()
         assert pages() == []  # ... never sent
+        events = alert_history(store, project, now - timedelta(hours=1), clock[0])["history"]
+        # held is handled: no repeat written (and no failed delivery) every minute while silenced
+        assert [(e["event"], e["held_by"], e["failed"]) for e in events] == [("firing", muted.id, [])]
 
         expire_silence(store, project, muted.id, now + timedelta(minutes=2))
         clock[0] = now + timedelta(minutes=2)
