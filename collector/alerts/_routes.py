@@ -128,7 +128,10 @@ async def _json_object(request: Request, *, optional: bool = False) -> dict[str,
 
 
 async def _form(request: Request) -> dict[str, str]:
-    fields = parse_qs((await _body(request)).decode("utf-8", "replace"), max_num_fields=20)
+    try:
+        fields = parse_qs((await _body(request)).decode("utf-8", "replace"), max_num_fields=20)
+    except ValueError:
+        raise BadRequest("The form has more fields than this form has.") from None
     return {name: values[0] for name, values in fields.items()}
 
 
