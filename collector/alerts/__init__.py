@@ -17,10 +17,11 @@ from ._cost import CostRule
 from ._digest import Digest, build_digest
 from ._error_rate import BUCKET_S, BUCKETS, ErrorRateRule, ServiceMemory, ServiceWindow
 from ._evaluator import Evaluation, Evaluator, EvaluatorConfig, history
+from ._marks import silencing
 from ._model import BREACH, CLEAR, HOLD, Alert, Verdict
 from ._queue import QueueRule
 from ._setup import AlertJob
-from ._silences import Ack, Matcher, Silence, parse_matcher, silencing
+from ._silences import Ack, Matcher, Silence, parse_matcher
 
 if TYPE_CHECKING:
     from fastapi import APIRouter

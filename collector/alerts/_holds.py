@@ -96,3 +96,18 @@ def hold_back(store: Store, events: list[Event], now: datetime) -> list[Event]:
     if rows:
         store.insert("alert_holds", encode_rows(rows))
     return send
+
+
+def hold_outcomes(store: Store, project: str, since: datetime) -> dict[str, list[tuple[datetime, str]]]:
+    """What became of ``project``'s held firings since ``since``: by fingerprint, (when, 'sent'
+    or 'dropped') in time order."""
+    rows = store.query(
+        "SELECT fingerprint, toString(ts) AS at, state FROM alert_holds WHERE project = {p:String}"
+        " AND ts >= {since:DateTime64(3)} AND state IN ({sent:String}, {dropped:String}) ORDER BY ts",
+        {"p": project, "since": clickhouse_time(since), "sent": SENT, "dropped": DROPPED},
+    )
+    out: dict[str, list[tuple[datetime, str]]] = {}
+    for r in rows:
+        out.setdefault(r["fingerprint"], []).append((datetime.fromisoformat(r["at"]).replace(tzinfo=timezone.utc),
+                                                     r["state"]))
+    return out

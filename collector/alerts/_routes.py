@@ -24,6 +24,7 @@ from ..store import Store, check_choice, day_or_yesterday, since_ns
 from ..web import SESSION_COOKIE, ApiProjectDep, NotCrossSiteDep, PageProjectDep, SameOriginDep, StoreDep
 from ._digest import build_digest
 from ._evaluator import history
+from ._marks import silencing
 from ._silences import (
     MAX_MATCHERS,
     Ack,
@@ -37,7 +38,6 @@ from ._silences import (
     save_ack,
     save_silence,
     silence_by_id,
-    silencing,
 )
 
 router = APIRouter()
@@ -76,8 +76,8 @@ def alert_history(store: Store, project: str, since: datetime, now: datetime) ->
     for alert in result["firing"]:
         mark = marks["marks"][alert["fingerprint"]]
         alert["silenced_by"], alert["ack"] = mark["silence"], mark["ack"]
-    for event, held_by in zip(result["history"], marks["held"], strict=True):
-        event["held_by"] = held_by
+    for event, held in zip(result["history"], marks["held"], strict=True):
+        event["held_by"] = held["silence"] if held else None
     return result
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -323,32 +322,3 @@ def silenced_by(silences: list[Silence], name: str, labels: dict[str, str], now:
     muting = [s for s in silences if s.mutes(alert_labels(name, labels), now)]
     return max(muting, key=lambda s: s.ends_at) if muting else None
 
-
-def silencing(
-    store: Store, project: str, firing: list[dict[str, Any]], now: datetime, events: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """What the Alerts page and API show beside the alerts: ``silences``, the project's pending
-    and active ones and those that expired in the last day; ``marks``, by fingerprint of each
-    firing alert (rows of ``history``: name, labels, fingerprint, since), the silence muting it,
-    its firing's acknowledgement (``None`` when there is none) and its labels as matchers, one
-    per line (what a silence of exactly this alert needs; the project is implied); ``held``, for
-    each of ``events`` (history rows: at, event, name, labels), the id of the silence that held
-    it back then, or ``None`` (a resolve is never held by a silence alone)."""
-    oldest = min((_utc(e["at"]) for e in events), default=now)
-    known = project_silences(store, project, now, expired_for=max(now - oldest, timedelta(days=1)))
-    listed = [s for s in known if s.ends_at > now - timedelta(days=1)]
-    acked = {(a.fingerprint, clickhouse_time(a.starts_at)): a for a in acks(store, project)}
-    marks = {}
-    for alert in firing:
-        silence = silenced_by(listed, alert["name"], alert["labels"], now)
-        ack = acked.get((alert["fingerprint"], alert["since"][:23]))
-        labels = alert_labels(alert["name"], {k: v for k, v in alert["labels"].items() if k != "project"})
-        marks[alert["fingerprint"]] = {"silence": silence.as_json(now) if silence else None,
-                                       "ack": ack.as_json() if ack else None,
-                                       "matchers": "\n".join(Matcher(k, v).text() for k, v in labels.items())}
-    held = []
-    for event in events:
-        by = None if event["event"] == "resolved" else silenced_by(known, event["name"], event["labels"],
-                                                                   _utc(event["at"]))
-        held.append(by.id if by else None)
-    return {"silences": [s.as_json(now) for s in listed], "marks": marks, "held": held}

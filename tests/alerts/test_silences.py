@@ -19,7 +19,15 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from infersight import sdk
 from infersight.collector._server import CollectorProcess
-from infersight.collector.alerts import Ack, Evaluator, EvaluatorConfig, Matcher, WebhookNotifier, parse_matcher
+from infersight.collector.alerts import (
+    Ack,
+    Evaluator,
+    EvaluatorConfig,
+    Matcher,
+    WebhookNotifier,
+    parse_matcher,
+    silencing,
+)
 from infersight.collector.alerts._holds import hold_back
 from infersight.collector.alerts._model import fingerprint
 from infersight.collector.alerts._routes import alert_history
@@ -242,6 +250,9 @@ def test_the_evaluator_sends_nothing_while_silenced_and_pages_when_the_silence_e
         clock[0] = now + timedelta(minutes=3)
         evaluator.run_once()
         assert len(pages()) == 1
+        events = alert_history(store, project, now - timedelta(hours=1), clock[0])["history"]
+        (held,) = silencing(store, project, [], clock[0], events)["held"]
+        assert held == {"silence": muted.id, "outcome": {"state": "sent", "at": "2026-10-10 12:02:00"}}
     finally:
         receiver.stop()
 
