@@ -10,6 +10,7 @@ spans can only ever be text.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,12 +18,13 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from infersight.collector.alerts import silencing
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, check_choice, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
 from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep
 
-from . import _api, _login, _report_routes
+from . import _api, _digest_page, _login, _report_routes
 from ._api import AtQuery
 from ._charts import waterfall
 from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
@@ -36,6 +38,7 @@ router = APIRouter()
 router.include_router(_login.router)
 router.include_router(_api.router)
 router.include_router(_report_routes.router)
+router.include_router(_digest_page.router)
 
 OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
 
@@ -132,10 +135,18 @@ async def quality_page(
 async def alerts_page(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
 ) -> HTMLResponse:
-    """Alerts firing now and their history, each linked to the view that explains it."""
+    """Alerts firing now, each marked silenced or acknowledged (who, why, until) with a form to
+    silence it (its labels as matchers) and one to acknowledge it; the project's silences with
+    a button to expire each; the history, each event linked to the view that explains it."""
     view = page_view(request)
-    data, opts = await run_in_threadpool(_with_options, store, project, view, alerts)
-    return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts)
+
+    def load() -> tuple[Any, ...]:
+        data, opts = _with_options(store, project, view, alerts)
+        return data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc), data["history"])
+
+    data, opts, silenced = await run_in_threadpool(load)
+    return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts,
+                silenced=silenced)
 
 
 @router.get("/traces", response_class=HTMLResponse)

@@ -30,10 +30,11 @@ EXPECTED = {
         "summary", "usd", "usd_text",
     ],
     alerts: [
-        "Alert", "AlertJob", "AlertmanagerNotifier", "BREACH", "BUCKETS", "BUCKET_S", "CLEAR", "CostRule",
-        "ErrorRateRule", "Evaluation", "Evaluator", "EvaluatorConfig", "HOLD", "Notifier", "NotifierError",
-        "QueueRule", "ServiceMemory", "ServiceWindow", "SlackNotifier", "Verdict", "WebhookNotifier", "alerts_cli",
-        "channel_options", "history", "router",
+        "Ack", "Alert", "AlertJob", "AlertmanagerNotifier", "BREACH", "BUCKETS", "BUCKET_S", "CLEAR", "CostRule",
+        "Digest", "ErrorRateRule", "Evaluation", "Evaluator", "EvaluatorConfig", "HOLD", "Matcher", "Notifier",
+        "NotifierError", "QueueRule", "ServiceMemory", "ServiceWindow", "Silence", "SlackNotifier", "Verdict",
+        "WebhookNotifier", "alerts_cli", "build_digest", "channel_options", "history", "parse_matcher", "router",
+        "silencing",
     ],
     ingest: ["Decoded", "Decoder", "RETRY_AFTER_S", "decode_request", "default_workers", "router"],
     spool: [

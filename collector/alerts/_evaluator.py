@@ -16,6 +16,7 @@ from ._channels import Notifier, NotifierError
 from ._cost import CostRule
 from ._digest import DIGEST, build_digest, projects_active
 from ._error_rate import ErrorRateRule
+from ._holds import hold_back
 from ._model import BREACH, CLEAR, Alert, Verdict, fingerprint
 from ._queue import QueueRule
 from ._rules import CostRules, ErrorRule, queue_verdicts
@@ -197,8 +198,8 @@ class Evaluator:
     def _deliver(self, events: list[Event]) -> tuple[list[str], list[str]]:
         delivered: list[str] = []
         errors: list[str] = []
-        if not events:
-            return delivered, errors
+        if not (events := hold_back(self.store, events, self.clock())):
+            return [n.name for n in self.notifiers], errors  # all held back: handled, not to retry each minute
         for notifier in self.notifiers:
             try:
                 notifier.send(events)

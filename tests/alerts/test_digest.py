@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from infersight.collector.alerts import WebhookNotifier
-from infersight.collector.alerts._digest import build_digest
+from infersight.collector.alerts import Ack, WebhookNotifier, build_digest, parse_matcher
 from infersight.collector.alerts._evaluator import Evaluator
+from infersight.collector.alerts._silences import new_silence, save_ack, save_silence
 from infersight.collector.store import encode_rows
+from tests import http
 
 from .receiver import Receiver
 
@@ -107,3 +108,57 @@ def test_digest_shows_each_services_error_rate_against_the_day_and_week_before(s
     assert steady["up"] is False and steady["week_before"] is None
     assert "Error rate up (under the pager): rag 2.50% (1.00% the day before, 1.00% a week before)" in digest.lines()
     assert "rag ▲" in digest.html()
+
+
+def test_a_day_not_over_is_the_day_so_far_against_the_same_hours_before(store):
+    project = "digest-so-far"
+    morning, evening = rows(project, DAY - timedelta(days=1), 40, cost=0.01), rows(
+        project, DAY - timedelta(days=1), 60, cost=0.01)
+    for row in evening:
+        row["ts"] = row["ts"].replace(" 09:", " 20:")
+    store.insert("llm_spans", encode_rows(rows(project, DAY, 50, cost=0.01) + morning + evening))
+    noon = datetime(DAY.year, DAY.month, DAY.day, 12, 30, tzinfo=timezone.utc)
+    digest = build_digest(store, project, DAY, noon)
+    assert digest.until == noon and digest.period == f"{DAY} until 12:30 UTC"
+    assert (digest.totals["llm_calls"], digest.previous["llm_calls"]) == (50, 40)  # not yesterday's 100
+    assert digest.lines()[0].startswith(f"{project} on {DAY} until 12:30 UTC: 50 calls (+25% vs the day before)")
+    whole = build_digest(store, project, DAY, noon + timedelta(days=1))
+    assert whole.until is None and whole.previous["llm_calls"] == 100
+
+
+def test_the_digest_lists_the_days_silences_and_acknowledgements(store):
+    project = "digest-silences"
+    start = datetime(DAY.year, DAY.month, DAY.day, 10, tzinfo=timezone.utc)
+    save_silence(store, new_silence(project, [parse_matcher("service=~check.*")], starts_at=start,
+                                    ends_at=start + timedelta(hours=2), created_by="dana", comment="<b>deploy</b>",
+                                    now=start))
+    save_silence(store, new_silence(project, [parse_matcher("tenant=acme")], starts_at=start - timedelta(days=3),
+                                    ends_at=start - timedelta(days=2), created_by="old", comment="over",
+                                    now=start - timedelta(days=3)))
+    save_ack(store, Ack(project, "0123456789abcdef", start, start + timedelta(minutes=5), "lee", "on it",
+                        "ErrorRateSpike", "checkout: 40% errors"))
+    digest = build_digest(store, project, DAY)
+    (silence,) = digest.silences
+    assert silence["createdBy"] == "dana" and silence["matchers"][0]["value"] == "check.*"
+    (ack,) = digest.acks
+    assert (ack["alertname"], ack["ackedBy"], ack["note"]) == ("ErrorRateSpike", "lee", "on it")
+    lines = digest.lines()
+    assert "Silenced: service=~check.* by dana (<b>deploy</b>)" in lines
+    assert "Acknowledged: ErrorRateSpike by lee (on it)" in lines
+    html = digest.html()
+    assert "&lt;b&gt;deploy&lt;/b&gt;" in html and ">lee<" in html and ">old<" not in html
+
+
+def test_the_digest_page_is_today_so_far_with_navigation_and_a_date_picker(collector):
+    today = datetime.now(timezone.utc).date()
+    page = http.get(f"{collector.url}/digest")
+    assert page.status_code == 200
+    assert f"Daily digest: {collector.project}, {today} (UTC)" in page.text and "so far, until" in page.text
+    assert 'class="on" aria-current="page">Digest<' in page.text  # the dashboards' navigation
+    assert f'<input type="date" name="date" value="{today}" max="{today}">' in page.text
+    assert f'href="/digest?date={today - timedelta(days=1)}" id="previous-day"' in page.text
+    assert 'id="next-day"' not in page.text
+    past = http.get(f"{collector.url}/digest", params={"date": str(DAY)}).text
+    assert f'href="/digest?date={DAY + timedelta(days=1)}" id="next-day"' in past and "so far" not in past
+    assert http.get(f"{collector.url}/api/v1/digest").json()["day"] == str(today)
+    assert http.get(f"{collector.url}/digest", params={"date": "tomorrow"}).status_code == 400
