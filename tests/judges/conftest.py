@@ -37,8 +37,8 @@ _projects = itertools.count()
 
 @pytest.fixture
 def project(request: pytest.FixtureRequest) -> str:
-    """A project name no other test writes to."""
-    name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:60]
+    """A project name no other test writes to, short enough to take a suffix (names are at most 64)."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:48]
     return f"j{next(_projects)}-{name}"
 
 
