@@ -26,11 +26,11 @@ from . import _api, _login
 from ._api import AtQuery
 from ._charts import waterfall
 from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
-from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range
+from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range, view_from_window
 from ._quality import quality
 from ._queries import COST_BY, alerts, cost, latency, options, queue_series
 from ._render import html
-from ._traces import STATUSES, search, trace
+from ._traces import SORT_LABELS, STATUSES, read_criteria, search, trace
 
 router = APIRouter()
 router.include_router(_login.router)
@@ -140,22 +140,29 @@ async def alerts_page(
 @router.get("/traces", response_class=HTMLResponse)
 async def traces_page(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
-    status: str | None = None, label: str | None = None, q: str | None = None,
+    sort: str | None = None, cursor: str | None = None,
 ) -> HTMLResponse:
-    """Trace search by tenant, route, status, detector label and text, newest first."""
-    view = page_view(request)
-    status = check_choice("status", status, STATUSES, "") or None
-    criteria = {"status": status, "label": check_value("label", label), "q": check_value("q", q)}
+    """Trace search for an incident: by service, route, tenant, model, user, session, tag, status,
+    error type, detector label, judge score and text, over a range or a ``start``/``end`` window;
+    sorted, counted and paged."""
+    query = request.query_params
+    view = view_from_window(query.get("range"), query.get("start"), query.get("end"),
+                            {dim: query.get(dim) for dim in DIMENSIONS})
+    criteria = read_criteria(query)
 
     def load() -> tuple[Any, ...]:
-        found = search(store, project, view, status=status, label=criteria["label"], text=criteria["q"])
+        found = search(store, project, view, criteria, sort=sort, cursor=cursor)
         return found, options(store, project, view)
 
     data, opts = await run_in_threadpool(load)
-    extra = {k: v for k, v in criteria.items() if v}
+    given = {k: (repr(v) if isinstance(v, float) else v) for k, v in criteria.items() if v is not None}
+    search_args = {**view.query_args(), **given}
+    if data["sort"] != "-time":
+        search_args["sort"] = data["sort"]
     ctx = _context("traces", project, auth, view)
     return html("traces.html", **ctx, data=data, options=opts, criteria=criteria, statuses=STATUSES,
-                search_qs=urlencode({**view.query_args(), **extra}))
+                sorts=SORT_LABELS, search_args=search_args, search_qs=urlencode(search_args),
+                first_page=not cursor)
 
 
 @router.get("/traces/{trace_id}", response_class=HTMLResponse)
