@@ -18,7 +18,7 @@ from infersight.collector.web import ApiProjectDep, StoreDep
 
 from ._filters import View, view_from_since, view_from_window
 from ._quality import quality as quality_data
-from ._queries import COST_BY
+from ._queries import COST_BY, overview_series
 from ._queries import cost as cost_data
 from ._queries import latency as latency_data
 from ._traces import AT_MAX_S, SEARCH_LIMIT, SEARCH_MAX, read_criteria, search, trace
@@ -61,6 +61,14 @@ async def quality(
     """Soft-failure rates per detector and label, judge trends (like for like), drift findings."""
     view = _view(since, service, route, tenant, model)
     return await run_in_threadpool(quality_data, store, project, view)
+
+
+@router.get("/overview")
+async def overview(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+    """The Overview's time series: LLM calls, errors, error rate, p95 TTFT and spend per bucket
+    (buckets with calls; the bucket width follows ``since``)."""
+    view = view_from_since(since, {})
+    return await run_in_threadpool(overview_series, store, project, view)
 
 
 @router.get("/traces")

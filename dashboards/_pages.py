@@ -25,10 +25,10 @@ from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageP
 from . import _api, _login
 from ._api import AtQuery
 from ._charts import waterfall
-from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
+from ._figures import cost_figures, latency_figures, overview_figures, quality_figures, queue_figure
 from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range, view_from_window
 from ._quality import quality
-from ._queries import COST_BY, alerts, cost, latency, options, queue_series
+from ._queries import COST_BY, alerts, cost, firing_alerts, latency, options, overview_series, queue_series
 from ._render import html
 from ._traces import SORT_LABELS, STATUSES, read_criteria, search, trace
 
@@ -58,14 +58,22 @@ async def overview(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
     not_analysed: PageNotAnalysedDep, range: str | None = None,
 ) -> HTMLResponse:
-    """Spans, error rate, cost per tenant and latency percentiles of the session's project, and
-    the outputs the inline detectors did not analyse since the collector started."""
+    """The alerts firing now; calls, error rate, p95 TTFT and spend over the range as time series;
+    spans, cost per tenant and latency percentiles of the session's project; and the outputs the
+    inline detectors did not analyse since the collector started."""
     range = check_choice("range", range, OVERVIEW_RANGES, "1h")
-    data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
+    view = view_from_range(range, {})
+
+    def load() -> tuple[Any, ...]:
+        return (summary(store, project, since_to_unix_ns(range)), overview_series(store, project, view),
+                firing_alerts(store, project))
+
+    data, series, firing = await run_in_threadpool(load)
     max_cost = max((t["cost_usd"] or 0.0 for t in data["tenants"]), default=0.0) or 1.0
     return html(
         "overview.html", page="overview", data=data, range=range, ranges=OVERVIEW_RANGES, max_cost=max_cost,
-        project=project, logout=auth is not None, not_analysed=not_analysed,
+        project=project, logout=auth is not None, not_analysed=not_analysed, firing=firing,
+        figures=overview_figures(series), bucket_s=view.bucket_s,
     )
 
 
