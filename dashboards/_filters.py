@@ -64,6 +64,13 @@ class View:
         return h0, h1
 
     @property
+    def label(self) -> str:
+        """The window as a heading says it: the menu's words, or the fixed window's UTC times."""
+        if self.fixed or not self.range_key:
+            return f"{iso_time(self.start_ns)} to {iso_time(self.end_ns)}".replace("T", " ").replace("Z", "") + " UTC"
+        return RANGES[self.range_key][0]
+
+    @property
     def span_s(self) -> float:
         return (self.end_ns - self.start_ns) / NS
 

@@ -40,9 +40,11 @@ OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
 
 
 def page_view(request: Request) -> View:
-    """The view a page's query string asks for; :class:`BadRequest` for a value it cannot use."""
+    """The view a page's query string asks for (a ``range``, or a ``start``/``end`` window as an
+    alert links to it); :class:`BadRequest` for a value it cannot use."""
     query = request.query_params
-    return view_from_range(query.get("range"), {dim: query.get(dim) for dim in DIMENSIONS})
+    return view_from_window(query.get("range"), query.get("start"), query.get("end"),
+                            {dim: query.get(dim) for dim in DIMENSIONS})
 
 
 def _context(page: str, project: str, auth: Any, view: View, **extra: Any) -> dict[str, Any]:
@@ -153,10 +155,8 @@ async def traces_page(
     """Trace search for an incident: by service, route, tenant, model, user, session, tag, status,
     error type, detector label, judge score and text, over a range or a ``start``/``end`` window;
     sorted, counted and paged."""
-    query = request.query_params
-    view = view_from_window(query.get("range"), query.get("start"), query.get("end"),
-                            {dim: query.get(dim) for dim in DIMENSIONS})
-    criteria = read_criteria(query)
+    view = page_view(request)
+    criteria = read_criteria(request.query_params)
 
     def load() -> tuple[Any, ...]:
         found = search(store, project, view, criteria, sort=sort, cursor=cursor)

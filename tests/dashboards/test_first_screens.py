@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime, timezone
 
 import pytest
 
 from tests.dashboards.data import NS, alert_rows, judge_row
 
 MINUTE_NS = 60 * NS
+
+
+def iso(unix_ns: int) -> str:
+    return datetime.fromtimestamp(unix_ns // NS, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def chart(page: str, title: str) -> str:
@@ -30,6 +35,7 @@ def last_minutes(any_dash):
     """Twelve calls over the last 12 minutes, the 3rd and 8th failing."""
     dash = any_dash
     now = time.time_ns()
+    now = now // NS * NS  # whole seconds: a window's ISO bounds are exact
     calls = [dash.call(start_ns=now - (12 - i) * MINUTE_NS, error=i in (3, 8), cost_usd=0.001 * (i + 1))
              for i in range(12)]
     dash.add_calls(calls)
@@ -100,3 +106,17 @@ def test_judge_weeks_are_labelled_with_their_dates(any_dash):
     labels = re.findall(r'text-anchor="(?:start|middle|end)" fill="#6b7385">([^<]+)</text>', svg)
     x_labels = [label for label in labels if re.match(r"^\d{4}-\d\d-\d\d$|^\d\d:\d\d$", label)]
     assert x_labels and all(re.match(r"^\d{4}-\d\d-\d\d$", label) for label in x_labels), x_labels
+
+
+def test_an_alerts_window_opens_on_every_page(last_minutes):
+    dash, calls = last_minutes
+    window = {"start": iso(calls[2].start_ns), "end": iso(calls[6].start_ns)}
+    totals = dash.client.get("/api/v1/traces", params=window).json()["total"]
+    assert totals == 4
+    for path in ("/latency", "/cost", "/quality", "/traces"):
+        page = dash.client.get(path, params={**window, "service": "support-bot"})
+        assert page.status_code == 200, (path, page.text[:300])
+        assert f"{window['start'][:16].replace('T', ' ')}" in page.text, path  # the heading names the window
+    latency = dash.client.get("/latency", params=window).text
+    assert re.search(r'id="calls">4<', latency)
+    assert "start=" in re.search(r'<nav class="pages".*?</nav>', latency, re.S).group(0)  # kept across pages
