@@ -51,9 +51,18 @@ _KEY_TYPES = {"start_ns": "Int64", "duration_ns": "Int64", "tokens_key": "UInt64
 _CALLS = f"kind = '{LLM}'"
 _SPEND = spend_sql(_CALLS)
 _DECIMAL_SPEND = spend_sql(_CALLS, money_as_text=False)
+_START = "toUnixTimestamp64Nano(min(ts))"
+_END = "max(toUnixTimestamp64Nano(ts) + toInt64(duration_s * 1e9))"
+_KEYS = {
+    "start_ns": _START,
+    "duration_ns": f"{_END} - {_START}",
+    "cost_key": f"{_DECIMAL_SPEND['cost_usd']} + {_DECIMAL_SPEND['estimated_cost_usd']}",
+    "tokens_key": f"sumIf(ifNull(llm_spans.input_tokens, 0) + ifNull(llm_spans.output_tokens, 0), {_CALLS})",
+    "errors": "countIf(status = 'error')",
+}
 _AGGREGATES = {
-    "start_ns": "toUnixTimestamp64Nano(min(ts))",
-    "end_ns": "max(toUnixTimestamp64Nano(ts) + toInt64(duration_s * 1e9))",
+    "start_ns": _START,
+    "end_ns": _END,
     "services": "groupUniqArray(service)",
     "routes": "groupUniqArray(route)",
     "tenants": "groupUniqArray(tenant)",
@@ -119,7 +128,7 @@ def find_traces(
     ``errors``, the spend of ``spend_of``, ``labels``), ``total`` (matching traces in the window),
     ``next_cursor`` (``None`` on the last page), and the ``start_ns``/``end_ns`` read (a cursor's
     window when one is given). Raises :class:`BadRequest` for a cursor this search did not make.
-    Blocks on three queries.
+    Blocks on four queries.
     """
     if sort not in _SORTS:
         raise BadRequest(f"The 'sort' parameter must be one of {', '.join(SORTS)}; got {shown(sort)}.")
@@ -146,30 +155,30 @@ def find_traces(
         page_filter = f" WHERE ({', '.join(keys)}, trace_id) {'<' if descending else '>'} ({', '.join(bound)})"
     direction = " DESC" if descending else ""
     order = ", ".join(f"{key}{direction}" for key in (*keys, "trace_id"))
-    columns = ", ".join(f"{sql} AS {name}" for name, sql in _AGGREGATES.items())
-    rows = store.query(
-        f"SELECT *, toString(cost_key) AS cost_text FROM (SELECT trace_id, {columns},"
-        " end_ns - start_ns AS duration_ns,"
-        f" {_DECIMAL_SPEND['cost_usd']} + {_DECIMAL_SPEND['estimated_cost_usd']} AS cost_key,"
-        f" sumIf(ifNull(llm_spans.input_tokens, 0) + ifNull(llm_spans.output_tokens, 0), {_CALLS}) AS tokens_key"
-        " FROM llm_spans WHERE project = {project:String}"
-        " AND ts >= fromUnixTimestamp64Nano({from_ns:Int64}) AND ts < fromUnixTimestamp64Nano({to_ns:Int64})"
-        f" AND trace_id IN ({matching}) GROUP BY trace_id){page_filter}"
+    in_context = ("project = {project:String} AND ts >= fromUnixTimestamp64Nano({from_ns:Int64})"
+                  " AND ts < fromUnixTimestamp64Nano({to_ns:Int64})")
+    # The order first, from the sort's keys alone; the whole summary only for the page's traces
+    # (over a day of 20,000 traces that halved the first page's time).
+    page = store.query(
+        f"SELECT trace_id, {', '.join(keys)}{', toString(cost_key) AS cost_text' if 'cost_key' in keys else ''}"
+        f" FROM (SELECT trace_id, {', '.join(f'{_KEYS[key]} AS {key}' for key in keys)}"
+        f" FROM llm_spans WHERE {in_context} AND trace_id IN ({matching}) GROUP BY trace_id){page_filter}"
         f" ORDER BY {order} LIMIT {{limit:UInt32}}",
         params,
     )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    labels = _labels(store, params, [row["trace_id"] for row in rows]) if rows else {}
+    more = len(page) > limit
+    page = page[:limit]
+    ids = [row["trace_id"] for row in page]
+    rows, labels = (_summaries(store, params, in_context, ids), _labels(store, params, ids)) if ids else ({}, {})
     next_cursor = None
     if more:
-        last = rows[-1]
+        last = page[-1]
         position = [last["cost_text"] if key == "cost_key" else int(last[key]) for key in keys]
         next_cursor = _make_cursor(search.fingerprint(sort), [*position, last["trace_id"]],
                                    (search.start_ns, search.end_ns))
     return {
         "start_ns": search.start_ns, "end_ns": search.end_ns, "total": int(count["total"]),
-        "next_cursor": next_cursor, "traces": [_shape(row, labels) for row in rows],
+        "next_cursor": next_cursor, "traces": [_shape(rows[i], labels) for i in ids if i in rows],
     }
 
 
@@ -219,6 +228,16 @@ def _matching(search: TraceSearch, params: dict[str, Any]) -> str:
             f" AND {' AND '.join(raw)})"
         )
     return f"SELECT trace_id FROM llm_spans WHERE project = {{project:String}} AND {in_range}{conditions}"
+
+
+def _summaries(store: Store, params: dict[str, Any], in_context: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    columns = ", ".join(f"{sql} AS {name}" for name, sql in _AGGREGATES.items())
+    rows = store.query(
+        f"SELECT trace_id, {columns} FROM llm_spans WHERE {in_context} AND trace_id IN {{ids:Array(String)}}"
+        " GROUP BY trace_id",
+        {**params, "ids": ids},
+    )
+    return {row["trace_id"]: row for row in rows}
 
 
 def _labels(store: Store, params: dict[str, Any], trace_ids: list[str]) -> dict[str, list[str]]:
