@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from infersight.collector.errors import BadRequest
-from infersight.collector.store import check_choice, check_text, since_ns, since_to_unix_ns
+from infersight.collector.store import check_choice, check_text, shown, since_ns, since_to_unix_ns
 
 NS = 1_000_000_000
 HOUR_NS = 3600 * NS
@@ -35,6 +35,7 @@ DEFAULT_RANGE = "24h"
 RANGES_S = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 _MAX_POINTS = 120
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_LAST_NS = int(datetime(2262, 4, 11, tzinfo=timezone.utc).timestamp()) * NS
 
 
 @dataclass(frozen=True)
@@ -139,15 +140,20 @@ def view_from_window(
     if end_ns is None:
         end_ns = min(start_ns + look_back * NS, max(now, start_ns + NS))
     if start_ns >= end_ns:
-        raise BadRequest(f"The 'start' parameter must be before 'end'; got {start!r} and {end!r}.")
+        raise BadRequest(f"The 'start' parameter must be before 'end'; got {shown(start)} and {shown(end)}.")
     return View(start_ns, end_ns, bucket_for((end_ns - start_ns) / NS), _checked(filters), range_key, fixed=True)
 
 
 def _iso_ns(name: str, text: str) -> int:
     """An ISO 8601 time as Unix nanoseconds; :class:`BadRequest` naming ``name`` for a look-back or anything else."""
     if text.strip()[-1:].isalpha() and not text.strip().endswith("Z"):
-        raise BadRequest(f"The '{name}' parameter must be an ISO 8601 time like 2026-01-31T13:45:00Z; got {text!r}.")
-    return since_to_unix_ns(text, name=name)
+        raise BadRequest(f"The '{name}' parameter must be an ISO 8601 time like 2026-01-31T13:45:00Z; "
+                         f"got {shown(text)}.")
+    unix_ns = since_to_unix_ns(text, name=name)
+    if unix_ns >= _LAST_NS:  # since_to_unix_ns reads later times as this day; a window must not move
+        raise BadRequest(f"The '{name}' parameter must be before 2262-04-11 (what the store can hold); "
+                         f"got {shown(text)}.")
+    return unix_ns
 
 
 def iso_time(unix_ns: int) -> str:

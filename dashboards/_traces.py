@@ -4,6 +4,7 @@ anatomy (queue wait, prefill, decode), prompt, output, detections and judge scor
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -73,9 +74,12 @@ def read_criteria(query: Mapping[str, str | None]) -> dict[str, Any]:
 
 def _number(name: str, value: str | None) -> float | None:
     try:
-        return None if value is None else float(value)
+        number = None if value is None else float(value)
     except ValueError:
-        raise BadRequest(f"The '{name}' parameter must be a number; got {shown(value)}.") from None
+        number = math.nan
+    if number is not None and not math.isfinite(number):
+        raise BadRequest(f"The '{name}' parameter must be a finite number; got {shown(value)}.")
+    return number
 
 
 def search(
