@@ -16,12 +16,12 @@ from infersight.collector.errors import BadRequest
 from infersight.collector.store import check_choice
 from infersight.collector.web import ApiProjectDep, StoreDep
 
-from ._filters import View, view_from_since
+from ._filters import View, view_from_since, view_from_window
 from ._quality import quality as quality_data
-from ._queries import COST_BY
+from ._queries import COST_BY, overview_series
 from ._queries import cost as cost_data
 from ._queries import latency as latency_data
-from ._traces import AT_MAX_S, search, trace
+from ._traces import AT_MAX_S, SEARCH_LIMIT, SEARCH_MAX, read_criteria, search, trace
 
 router = APIRouter(prefix="/api/v1")
 AtQuery = Query(None, ge=0, le=AT_MAX_S, description="A Unix time (seconds) near the trace, to read less.")
@@ -63,17 +63,36 @@ async def quality(
     return await run_in_threadpool(quality_data, store, project, view)
 
 
+@router.get("/overview")
+async def overview(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+    """The Overview's time series: LLM calls, errors, error rate, p95 TTFT and spend per bucket
+    (buckets with calls; the bucket width follows ``since``)."""
+    view = view_from_since(since, {})
+    return await run_in_threadpool(overview_series, store, project, view)
+
+
 @router.get("/traces")
 async def traces(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    store: StoreDep, project: ApiProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
+    user: str | None = None, session: str | None = None, tag: str | None = None, error_type: str | None = None,
     status: str | None = None, label: str | None = None, q: str | None = None,
-    limit: int = Query(50, ge=1, le=500),
+    score_min: str | None = None, score_max: str | None = None, rubric: str | None = None,
+    sort: str | None = Query(None, description="-time (newest first, the default), time (oldest first), "
+                                               "duration, cost, tokens, errors (largest first)"),
+    cursor: str | None = Query(None, description="next_cursor of the previous page: the same search, continued"),
+    limit: int = Query(SEARCH_LIMIT, ge=1, le=SEARCH_MAX),
 ) -> dict[str, Any]:
-    """The newest traces matching every filter (``status``, detection ``label``, text ``q``)."""
-    view = _view(since, service, route, tenant, model)
+    """A page of the traces matching every filter, with ``total`` (all matches in the window) and
+    ``next_cursor`` (``null`` on the last page). ``start``/``end`` (ISO 8601) win over ``since``."""
+    dims = {"service": service, "route": route, "tenant": tenant, "model": model}
+    view = view_from_window(None, start, end, dims) if start or end else view_from_since(since, dims)
+    criteria = read_criteria({
+        "user": user, "session": session, "tag": tag, "error_type": error_type, "status": status, "label": label,
+        "q": q, "score_min": score_min, "score_max": score_max, "rubric": rubric,
+    })
     return await run_in_threadpool(
-        lambda: search(store, project, view, status=status, label=label, text=q, limit=limit)
+        lambda: search(store, project, view, criteria, sort=sort, cursor=cursor, limit=limit)
     )
 
 

@@ -101,10 +101,12 @@ def _y_axis(parts: list[str], top: float, plot_h: float, y_max: float, unit: str
                      f"{escape(fmt(value, unit))}</text>")
 
 
-def _x_axis(parts: list[str], xs: Sequence[int], x_of: Callable[[int], float], bottom: float) -> None:
+def _x_axis(
+    parts: list[str], xs: Sequence[int], x_of: Callable[[int], float], bottom: float, step_s: int | None = None
+) -> None:
     if not xs:
         return
-    span, step = xs[-1] - xs[0], _step(xs)
+    span, step = xs[-1] - xs[0], step_s or _step(xs)
     plot_w = x_of(len(xs) - 1) - x_of(0)
     ticks = max(min(6, len(xs), int(plot_w // 120) + 1), 1)
     for i in range(ticks):
@@ -129,10 +131,11 @@ def _empty(title: str, height: int, width: int = WIDTH) -> Markup:
 
 def line_chart(
     xs: Sequence[int], series: Sequence[Series], *, unit: str, title: str, height: int = 220,
-    band: tuple[int, int] | None = None, y_max: float | None = None, width: int = WIDTH,
+    band: tuple[int, int] | None = None, y_max: float | None = None, width: int = WIDTH, step_s: int | None = None,
 ) -> Markup:
     """Lines over time. ``xs`` are bucket starts (Unix seconds); ``band`` shades the area
-    between two of the series (by index), e.g. p50..p99."""
+    between two of the series (by index), e.g. p50..p99. ``step_s`` is the bucket width when
+    ``xs`` alone cannot tell it (one week's point is labelled with its date, not ``00:00``)."""
     values = [v for s in series for v in s.values if v is not None and math.isfinite(v)]
     if not xs or not values:
         return _empty(title, height, width)
@@ -165,14 +168,14 @@ def line_chart(
                 continue
             line = " ".join(f"{x_of(i):.1f},{y_of(s.values[i]):.1f}" for i in run)  # type: ignore[arg-type]
             parts.append(f'<polyline points="{line}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
-    span, step_s = xs[-1] - xs[0], _step(xs)
+    span, step_s = xs[-1] - xs[0], step_s or _step(xs)
     for i, x0 in enumerate(xs):
         tip = f"{_time_label(x0, max(span, 1), step_s)} UTC — " + ", ".join(
             f"{s.name} {fmt(s.values[i], unit)}" for s in series
         )
         parts.append(f'<rect x="{x_of(i) - step / 2:.1f}" y="{top}" width="{max(step, 1):.1f}" height="{plot_h}"'
                      f' fill="transparent"><title>{escape(tip)}</title></rect>')
-    _x_axis(parts, xs, x_of, top + plot_h)
+    _x_axis(parts, xs, x_of, top + plot_h, step_s)
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from markupsafe import Markup
@@ -9,10 +12,32 @@ from markupsafe import Markup
 from ._charts import OTHER, PALETTE, Bar, Series, hbars, line_chart, percentile_series, stacked_bars
 from ._queries import LLM_OPERATIONS
 
+_MAX_BUCKETS = 2000
+
+
+def every_bucket(data: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (one per bucket with data) padded with ``{"bucket": x}`` for every empty bucket of
+    the data's window (``start``, ``end``, ``bucket_s``), so a chart's x axis is time: an hour of
+    fresh data is a line at the right end, not a few points spread over the whole width."""
+    by_bucket = {int(row["bucket"]): row for row in rows}
+    try:
+        start = datetime.fromisoformat(data["start"]).timestamp()
+        end = datetime.fromisoformat(data["end"]).timestamp()
+        step = int(data["bucket_s"])
+    except (KeyError, TypeError, ValueError):
+        return list(rows)
+    first = int(start) // step * step
+    window = range(first, math.ceil(end), step)[:_MAX_BUCKETS]
+    return [by_bucket.get(x, {"bucket": x}) for x in sorted(set(by_bucket) | set(window))]
+
+
+def _p(point: dict[str, Any], measure: str, level: str) -> float | None:
+    return (point.get(measure) or {}).get(level)
+
 
 def latency_figures(data: dict[str, Any]) -> dict[str, Markup]:
     """TTFT anatomy, TTFT, queue wait, prefill, ITL, TPOT and end-to-end charts, and the steps per route."""
-    points = data["series"]
+    points = every_bucket(data, data["series"])
     xs = [p["bucket"] for p in points]
 
     def pct(measure: str, title: str, width: int = 960) -> Markup:
@@ -21,17 +46,17 @@ def latency_figures(data: dict[str, Any]) -> dict[str, Markup]:
     anatomy = stacked_bars(
         xs,
         [
-            Series("queue wait p50", [p["queue_wait_s"]["p50"] for p in points], "#e08a1e"),
-            Series("prefill p50", [p["prefill_s"]["p50"] for p in points], "#7a5cc7"),
+            Series("queue wait p50", [_p(p, "queue_wait_s", "p50") for p in points], "#e08a1e"),
+            Series("prefill p50", [_p(p, "prefill_s", "p50") for p in points], "#7a5cc7"),
         ],
         unit="ms", title="Median wait for the first token: queue wait + prefill",
     )
     itl = line_chart(
         xs,
         [
-            Series("per-call median ITL, p50", [p["itl_p50_s"]["p50"] for p in points], PALETTE[4]),
+            Series("per-call median ITL, p50", [_p(p, "itl_p50_s", "p50") for p in points], PALETTE[4]),
             *[
-                Series(f"per-call p95 ITL, {n}", [p["itl_p95_s"][n] for p in points], PALETTE[i], dashed=n == "p99")
+                Series(f"per-call p95 ITL, {n}", [_p(p, "itl_p95_s", n) for p in points], PALETTE[i], dashed=n == "p99")
                 for i, n in enumerate(("p50", "p95", "p99"))
             ],
         ],
@@ -82,9 +107,10 @@ def _color(i: int, name: str) -> str:
 
 def cost_figures(data: dict[str, Any]) -> dict[str, Markup]:
     """Spend over time stacked by tenant, route or model, and the top tenants."""
-    xs = [p["bucket"] for p in data["series"]]
+    points = every_bucket(data, data["series"])
+    xs = [p["bucket"] for p in points]
     series = [
-        Series(name or "(none)", [p["cost_usd"].get(name, 0.0) for p in data["series"]], _color(i, name))
+        Series(name or "(none)", [p.get("cost_usd", {}).get(name, 0.0) for p in points], _color(i, name))
         for i, name in enumerate(data["series_names"])
     ]
     return {
@@ -98,11 +124,12 @@ def cost_figures(data: dict[str, Any]) -> dict[str, Markup]:
 
 def quality_figures(data: dict[str, Any]) -> dict[str, Any]:
     """Soft-failure rates over time, broken JSON by class, and judge means per app version."""
-    xs = [p["bucket"] for p in data["series"]]
+    points = every_bucket(data, data["series"])
+    xs = [p["bucket"] for p in points]
     detectors = [d["detector"] for d in data["detectors"]]
     rates = line_chart(
         xs,
-        [Series(d, [p["rates"].get(d) for p in data["series"]], PALETTE[i % len(PALETTE)])
+        [Series(d, [p.get("rates", {}).get(d) for p in points], PALETTE[i % len(PALETTE)])
          for i, d in enumerate(detectors)],
         unit="pct", title="Share of LLM calls flagged, per detector",
     )
@@ -119,8 +146,32 @@ def quality_figures(data: dict[str, Any]) -> dict[str, Any]:
             for i, (version, per) in enumerate(group["versions"].items())
         ]
         judge.append(line_chart(
-            weeks, series, unit="score", y_max=5.0, height=200,
+            weeks, series, unit="score", y_max=5.0, height=200, step_s=7 * 86400,
             title=f"Mean judge score per week and app version — {group['rubric_id']} v{group['rubric_version']}"
                   f" by {group['judge_model']}",
         ))
     return {"rates": rates, "json": json_bars, "judge": judge}
+
+
+def overview_figures(data: dict[str, Any]) -> dict[str, Markup]:
+    """LLM calls, error rate, p95 TTFT and spend per bucket (:func:`~._queries.overview_series`):
+    a bucket without calls is 0 calls and $0 spent, and has no error rate or TTFT."""
+    points = every_bucket(data, data["series"])
+    xs = [p["bucket"] for p in points]
+
+    def line(key: str, name: str, unit: str, title: str, color: str, empty: float | None) -> Markup:
+        return line_chart(xs, [Series(name, [p.get(key, empty) for p in points], color)], unit=unit, title=title,
+                          height=180, width=560)
+
+    spend = stacked_bars(
+        xs,
+        [Series("known", [p.get("cost_usd") or 0.0 for p in points], PALETTE[0]),
+         Series("estimated", [p.get("estimated_cost_usd") or 0.0 for p in points], OTHER)],
+        unit="usd", title="Spend (calls of unknown cost not in it)", height=180, width=560,
+    )
+    return {
+        "calls": line("calls", "LLM calls", "count", "LLM calls", PALETTE[0], 0),
+        "error_rate": line("error_rate", "error rate", "pct", "Error rate of LLM calls", PALETTE[3], None),
+        "ttft": line("ttft_p95_s", "TTFT p95", "ms", "Time to first token, p95", PALETTE[4], None),
+        "spend": spend,
+    }

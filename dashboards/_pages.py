@@ -27,12 +27,12 @@ from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageP
 from . import _api, _digest_page, _login, _report_routes
 from ._api import AtQuery
 from ._charts import waterfall
-from ._figures import cost_figures, latency_figures, quality_figures, queue_figure
-from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range
+from ._figures import cost_figures, latency_figures, overview_figures, quality_figures, queue_figure
+from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_range, view_from_window
 from ._quality import quality
-from ._queries import COST_BY, alerts, cost, latency, options, queue_series
+from ._queries import COST_BY, alerts, cost, firing_alerts, latency, options, overview_series, queue_series
 from ._render import html
-from ._traces import STATUSES, search, trace
+from ._traces import SORT_LABELS, STATUSES, read_criteria, search, trace
 
 router = APIRouter()
 router.include_router(_login.router)
@@ -44,9 +44,11 @@ OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
 
 
 def page_view(request: Request) -> View:
-    """The view a page's query string asks for; :class:`BadRequest` for a value it cannot use."""
+    """The view a page's query string asks for (a ``range``, or a ``start``/``end`` window as an
+    alert links to it); :class:`BadRequest` for a value it cannot use."""
     query = request.query_params
-    return view_from_range(query.get("range"), {dim: query.get(dim) for dim in DIMENSIONS})
+    return view_from_window(query.get("range"), query.get("start"), query.get("end"),
+                            {dim: query.get(dim) for dim in DIMENSIONS})
 
 
 def _context(page: str, project: str, auth: Any, view: View, **extra: Any) -> dict[str, Any]:
@@ -62,14 +64,22 @@ async def overview(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
     not_analysed: PageNotAnalysedDep, range: str | None = None,
 ) -> HTMLResponse:
-    """Spans, error rate, cost per tenant and latency percentiles of the session's project, and
-    the outputs the inline detectors did not analyse since the collector started."""
+    """The alerts firing now; calls, error rate, p95 TTFT and spend over the range as time series;
+    spans, cost per tenant and latency percentiles of the session's project; and the outputs the
+    inline detectors did not analyse since the collector started."""
     range = check_choice("range", range, OVERVIEW_RANGES, "1h")
-    data = await run_in_threadpool(summary, store, project, since_to_unix_ns(range))
+    view = view_from_range(range, {})
+
+    def load() -> tuple[Any, ...]:
+        return (summary(store, project, since_to_unix_ns(range)), overview_series(store, project, view),
+                firing_alerts(store, project))
+
+    data, series, firing = await run_in_threadpool(load)
     max_cost = max((t["cost_usd"] or 0.0 for t in data["tenants"]), default=0.0) or 1.0
     return html(
         "overview.html", page="overview", data=data, range=range, ranges=OVERVIEW_RANGES, max_cost=max_cost,
-        project=project, logout=auth is not None, not_analysed=not_analysed,
+        project=project, logout=auth is not None, not_analysed=not_analysed, firing=firing,
+        figures=overview_figures(series), bucket_s=view.bucket_s,
     )
 
 
@@ -152,22 +162,27 @@ async def alerts_page(
 @router.get("/traces", response_class=HTMLResponse)
 async def traces_page(
     request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
-    status: str | None = None, label: str | None = None, q: str | None = None,
+    sort: str | None = None, cursor: str | None = None,
 ) -> HTMLResponse:
-    """Trace search by tenant, route, status, detector label and text, newest first."""
+    """Trace search for an incident: by service, route, tenant, model, user, session, tag, status,
+    error type, detector label, judge score and text, over a range or a ``start``/``end`` window;
+    sorted, counted and paged."""
     view = page_view(request)
-    status = check_choice("status", status, STATUSES, "") or None
-    criteria = {"status": status, "label": check_value("label", label), "q": check_value("q", q)}
+    criteria = read_criteria(request.query_params)
 
     def load() -> tuple[Any, ...]:
-        found = search(store, project, view, status=status, label=criteria["label"], text=criteria["q"])
+        found = search(store, project, view, criteria, sort=sort, cursor=cursor)
         return found, options(store, project, view)
 
     data, opts = await run_in_threadpool(load)
-    extra = {k: v for k, v in criteria.items() if v}
+    given = {k: (repr(v) if isinstance(v, float) else v) for k, v in criteria.items() if v is not None}
+    search_args = {**view.query_args(), **given}
+    if data["sort"] != "-time":
+        search_args["sort"] = data["sort"]
     ctx = _context("traces", project, auth, view)
     return html("traces.html", **ctx, data=data, options=opts, criteria=criteria, statuses=STATUSES,
-                search_qs=urlencode({**view.query_args(), **extra}))
+                sorts=SORT_LABELS, search_args=search_args, search_qs=urlencode(search_args),
+                first_page=not cursor)
 
 
 @router.get("/traces/{trace_id}", response_class=HTMLResponse)

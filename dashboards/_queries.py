@@ -241,6 +241,34 @@ def detections_of(
     )
 
 
+OVERVIEW_MEASURES = ("requests", "errors", "ttft_s", "cost_usd", "priced_calls", "estimated_cost_usd",
+                     "estimated_calls")
+
+
+def overview_series(store: Store, project: str, view: View) -> dict[str, Any]:
+    """The Overview's time series: the window and, per bucket with LLM calls, the ``calls``,
+    ``errors``, ``error_rate``, ``ttft_p95_s`` and spend (``cost_usd`` known, ``estimated_cost_usd``
+    apart; ``None`` without a priced call), from the same rollups and raw rows as the Latency and
+    Cost pages, so the buckets add up to their totals."""
+    out = []
+    for row in aggregate(store, project, view, ("bucket",), OVERVIEW_MEASURES, match={"operation": LLM_OPERATIONS}):
+        spend = spend_of({**row, "unpriced_calls": 0, "input_tokens": 0, "output_tokens": 0, "input_calls": 0,
+                          "output_calls": 0, "unknown_usage_calls": 0})
+        out.append({
+            "bucket": row["bucket"], "calls": row["requests"], "errors": row["errors"],
+            "error_rate": _rate(row["errors"], row["requests"]), "ttft_p95_s": row["ttft_s"]["p95"],
+            "cost_usd": spend["cost_usd"], "estimated_cost_usd": spend["estimated_cost_usd"],
+        })
+    return {**window(view), "series": out}
+
+
+def firing_alerts(store: Store, project: str) -> list[dict[str, Any]]:
+    """The project's alerts firing now, newest first (the rows ``GET /api/v1/alerts`` lists as firing)."""
+    from infersight.collector.alerts import history
+
+    return history(store, project, datetime.now(timezone.utc))["firing"]
+
+
 def options(store: Store, project: str, view: View) -> dict[str, list[str]]:
     """The services, routes, tenants and models seen over the view (for the filter menus)."""
     params = {"project": project, "h0": view.start_ns // NS // 3600 * 3600, "end_ns": view.end_ns,

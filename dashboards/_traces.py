@@ -4,31 +4,39 @@ anatomy (queue wait, prefill, decode), prompt, output, detections and judge scor
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from infersight.collector.errors import BadRequest, StoreError
 from infersight.collector.store import (
     LLM,
+    TRACE_SORTS,
     Store,
+    TraceSearch,
     call_detections,
     check_choice,
+    check_text,
     fill_finish_reasons,
+    find_traces,
     kind_of,
     operation_of,
+    shown,
     spend_of,
     spend_sql,
 )
 from infersight.detectors import parse_messages
 
-from ._filters import FILTER_MAX_CHARS, NS, View, check_value, finite, where
+from ._filters import DIMENSIONS, FILTER_MAX_CHARS, NS, View, check_value, finite
 from ._queries import window
 
 STATUSES = ("ok", "error")
 TRACE_ID = re.compile(r"^[0-9a-f]{16,64}$")
 SEARCH_LIMIT = 50
-_CANDIDATE_SPANS = 2000
+SEARCH_MAX = 500
 _TRACE_MAX_SPANS = 2000
 _CONTEXT_NS = 86400 * NS  # how far around ``at`` to look for a trace's spans
 # The last ``at`` (Unix seconds) whose window still fits ClickHouse's Int64 nanoseconds (2262).
@@ -37,104 +45,67 @@ _CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
 _SPEND = ", ".join(f"{sql} AS {name}" for name, sql in spend_sql(f"kind = '{LLM}'").items())
 
 
-def search(
-    store: Store,
-    project: str,
-    view: View,
-    *,
-    status: str | None = None,
-    label: str | None = None,
-    text: str | None = None,
-    limit: int = SEARCH_LIMIT,
-) -> dict[str, Any]:
-    """The newest traces over ``view`` with a GenAI span matching every given condition.
-
-    Args:
-        status: ``ok`` or ``error`` (of the span).
-        label: a detection label (``json.truncated``) or a whole detector (``json``).
-        text: a case-insensitive substring of a prompt or output.
-
-    Returns the window and ``traces``: per trace its start, duration, services, routes,
-    tenants, models, span/LLM-call/error counts, tokens and spend (``store.spend_of``: ``None``
-    where unknown, estimates and unpriced calls apart) and detection labels.
-    """
-    status = check_choice("status", status, STATUSES, "") or None
-    label = check_value("label", label)
-    text = check_value("q", text)
-    params: dict[str, Any] = {"project": project, "start_ns": view.start_ns, "end_ns": view.end_ns,
-                              "n": _CANDIDATE_SPANS, "limit": limit}
-    in_range = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
-    conditions = where(view, params)
-    if status:
-        params["status"] = status
-        conditions += " AND status = {status:String}"
-    if label:
-        params["label"] = label
-        conditions += (
-            " AND span_id IN (SELECT span_id FROM detections WHERE project = {project:String}"
-            f" AND {in_range} AND (label = {{label:String}} OR detector = {{label:String}}))"
-        )
-    if text:
-        params["text"] = text
-        conditions += (
-            " AND trace_id IN (SELECT TraceId FROM otel_traces"
-            " WHERE ResourceAttributes['infersight.project'] = {project:String}"
-            " AND Timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})"
-            " AND Timestamp < fromUnixTimestamp64Nano({end_ns:Int64})"
-            " AND (positionCaseInsensitiveUTF8(SpanAttributes['gen_ai.input.messages'], {text:String}) > 0"
-            " OR positionCaseInsensitiveUTF8(SpanAttributes['gen_ai.output.messages'], {text:String}) > 0))"
-        )
-    newest = store.query(
-        "SELECT trace_id, max(ts) AS last FROM (SELECT trace_id, ts FROM llm_spans"
-        f" WHERE project = {{project:String}} AND {in_range}{conditions} ORDER BY ts DESC LIMIT {{n:UInt32}})"
-        " GROUP BY trace_id ORDER BY last DESC LIMIT {limit:UInt32}",
-        params,
-    )
-    ids = [row["trace_id"] for row in newest]
-    return {**window(view), "traces": summaries(store, project, view, ids) if ids else []}
+# Query parameter -> the llm_spans column it requires of a span. The names are the page's and the
+# API's (other surfaces link to them: the weekly report's worst examples, the alerts).
+SPAN_PARAMS = {
+    "service": "service", "route": "route", "tenant": "tenant", "model": "model", "user": "user_id",
+    "session": "session_id", "error_type": "error_type", "status": "status",
+}
+TEXT_PARAMS = ("label", "q", "tag", "rubric")
+SCORE_PARAMS = ("score_min", "score_max")
+CRITERIA = (*SPAN_PARAMS, *TEXT_PARAMS, *SCORE_PARAMS)
+SORT_LABELS = {
+    "-time": "newest first", "time": "oldest first", "duration": "slowest first", "cost": "most expensive first",
+    "tokens": "most tokens first", "errors": "most errors first",
+}
 
 
-def summaries(store: Store, project: str, view: View, trace_ids: list[str]) -> list[dict[str, Any]]:
-    """One line per trace (in the order given): what its GenAI spans add up to."""
-    params: dict[str, Any] = {
-        "project": project, "ids": list(trace_ids),
-        "start_ns": view.start_ns - _CONTEXT_NS, "end_ns": view.end_ns + _CONTEXT_NS,
-    }
-    in_range = "ts >= fromUnixTimestamp64Nano({start_ns:Int64}) AND ts < fromUnixTimestamp64Nano({end_ns:Int64})"
-    rows = store.query(
-        "SELECT trace_id, toUnixTimestamp64Nano(min(ts)) AS start_ns,"
-        " max(toUnixTimestamp64Nano(ts) + toInt64(duration_s * 1e9)) AS end_ns,"
-        " groupUniqArray(service) AS services, groupUniqArray(route) AS routes,"
-        f" groupUniqArray(tenant) AS tenants, groupUniqArrayIf(model, kind = '{LLM}') AS models,"
-        f" count() AS spans, countIf(kind = '{LLM}') AS llm_calls,"
-        # Errors of any step (a failed retrieval fails the request); tokens and cost of the LLM
-        # calls, as every other surface counts them (store.spend_sql: unknown is never 0).
-        f" countIf(status = 'error') AS errors, {_SPEND}"
-        f" FROM llm_spans WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}}"
-        " GROUP BY trace_id",
-        params,
-    )
-    labels = store.query(
-        "SELECT trace_id, groupUniqArray(label) AS labels FROM detections"
-        f" WHERE project = {{project:String}} AND {in_range} AND trace_id IN {{ids:Array(String)}} GROUP BY trace_id",
-        params,
-    )
-    by_id = {row["trace_id"]: row for row in rows}
-    label_map = {row["trace_id"]: sorted(row["labels"]) for row in labels}
-    out = []
-    for trace_id in trace_ids:
-        row = by_id.get(trace_id)
-        if row is None:
-            continue
-        start, end = int(row["start_ns"]), int(row["end_ns"])
-        out.append({
-            "trace_id": trace_id, "start_ns": start, "duration_s": max(end - start, 0) / NS,
-            "services": sorted(row["services"]), "routes": sorted(r for r in row["routes"] if r),
-            "tenants": sorted(t for t in row["tenants"] if t), "models": sorted(m for m in row["models"] if m),
-            "spans": int(row["spans"]), "llm_calls": int(row["llm_calls"]), "errors": int(row["errors"]),
-            **spend_of(row), "labels": label_map.get(trace_id, []),
-        })
+def read_criteria(query: Mapping[str, str | None]) -> dict[str, Any]:
+    """The search criteria among ``query`` (:data:`CRITERIA`), checked: text as given, scores as
+    floats, ``None`` where absent; :class:`BadRequest` naming the first unusable one."""
+    out: dict[str, Any] = {}
+    for name in CRITERIA:
+        value = check_value(name, query.get(name))
+        if name == "status":
+            value = check_choice("status", value, STATUSES, "") or None
+        out[name] = _number(name, value) if name in SCORE_PARAMS else value
     return out
+
+
+def _number(name: str, value: str | None) -> float | None:
+    try:
+        number = None if value is None else float(value)
+    except ValueError:
+        number = math.nan
+    if number is not None and not math.isfinite(number):
+        raise BadRequest(f"The '{name}' parameter must be a finite number; got {shown(value)}.")
+    return number
+
+
+def search(
+    store: Store, project: str, view: View, criteria: Mapping[str, Any], *, sort: str | None = None,
+    cursor: str | None = None, limit: int = SEARCH_LIMIT,
+) -> dict[str, Any]:
+    """One page of the traces over ``view`` with a GenAI span meeting every criterion
+    (:func:`read_criteria`; the view's service/route/tenant/model filters too), in ``sort`` order.
+
+    Returns the window, ``traces`` (``store.find_traces``: per trace its start, duration,
+    services, routes, tenants, users, models, error types, span/LLM-call/error counts, tokens and
+    spend, ``None`` where unknown, and detection labels), ``total`` and ``next_cursor``.
+    """
+    sort = check_choice("sort", sort, TRACE_SORTS, "-time")
+    cursor = check_text("cursor", cursor, max_chars=1024)
+    given = {**{dim: view.filters.get(dim) for dim in DIMENSIONS}, **{k: v for k, v in criteria.items() if v}}
+    columns = {column: given[param] for param, column in SPAN_PARAMS.items() if given.get(param)}
+    query = TraceSearch(
+        view.start_ns, view.end_ns, columns, label=criteria.get("label"), text=criteria.get("q"),
+        tag=criteria.get("tag"), score_min=criteria.get("score_min"), score_max=criteria.get("score_max"),
+        rubric=criteria.get("rubric"),
+    )
+    found = find_traces(store, project, query, sort=sort, cursor=cursor, limit=limit)
+    read = replace(view, start_ns=found["start_ns"], end_ns=found["end_ns"])
+    return {**window(read), "sort": sort, "total": found["total"], "next_cursor": found["next_cursor"],
+            "traces": found["traces"]}
 
 
 def check_trace_id(trace_id: str) -> str:

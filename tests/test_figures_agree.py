@@ -260,6 +260,7 @@ def test_every_surface_shows_the_reference_figures(backend, tmp_path):
                            and sum(s["kinds"].values()) == sum(kinds.values()) and s)
         _check_summary(summary, ref, kinds)
         _check_overview(client.get("/", params={"range": "24h"}).text, summary, ref)
+        _check_overview_series(client, ref)
         _check_latency(client, summary, ref)
         _check_cost(client, ref)
         _check_traces(client, ref)
@@ -307,6 +308,21 @@ def _check_overview(page: str, summary: dict[str, Any], ref: dict[str, Any]) -> 
     assert ms(summary["latency_s"]["p50"]) in page and ms(summary["latency_s"]["p95"]) in page
 
 
+def _check_overview_series(client: TestClient, ref: dict[str, Any]) -> None:
+    """The Overview's time series add up to the figures, bucket by bucket of its ranges."""
+    for since in ("1h", "24h", "7d"):
+        points = client.get("/api/v1/overview", params={"since": since}).json()["series"]
+        if since == "1h":  # the spans are 30 to 40 minutes old, or in the day before: some or none
+            assert sum(p["calls"] for p in points) <= ref["llm_calls"]
+            continue
+        assert sum(p["calls"] for p in points) == ref["llm_calls"], since
+        assert sum(p["errors"] for p in points) == ref["llm_errors"], since
+        known = sum(Decimal(repr(p["cost_usd"])) for p in points if p["cost_usd"] is not None)
+        assert float(known) == pytest.approx(ref["cost_usd"], rel=1e-9), since
+        estimated = sum(p["estimated_cost_usd"] or 0 for p in points)
+        assert estimated == pytest.approx(ref["estimated_cost_usd"] or 0, rel=1e-9), since
+
+
 def _check_latency(client: TestClient, summary: dict[str, Any], ref: dict[str, Any]) -> None:
     totals = client.get("/api/v1/latency", params={"since": "24h"}).json()["totals"]
     assert (totals["requests"], totals["errors"]) == (ref["llm_calls"], ref["llm_errors"])
@@ -351,6 +367,17 @@ def _check_traces(client: TestClient, ref: dict[str, Any]) -> None:
         _same_spend(shown, ref["traces"][shown["trace_id"]], shown["trace_id"])
     page = client.get("/traces", params={"range": "24h"}).text
     assert '<td class="num">$0</td>' not in page and ">0 / 0<" not in page
+    for trace_id, expected in ref["traces"].items():  # unknown reads unknown, never 0 or blank
+        row = re.search(rf'href="/traces/{trace_id}[^"]*".*?</tr>', page, re.S)
+        assert row, trace_id
+        cells = re.search(r'<td class="num tokens">(.*?)</td>\s*<td class="num cost">(.*?)</td>', row.group(0), re.S)
+        assert cells, trace_id
+        assert (cells.group(1).count(">unknown<") == (expected["input_tokens"] is None)
+                + (expected["output_tokens"] is None)), (trace_id, cells.group(1))
+        if expected["usd_text"] == "–":
+            assert ">unknown<" in cells.group(2), (trace_id, cells.group(2))
+        else:
+            assert cells.group(2) == expected["usd_text"], (trace_id, cells.group(2))
     for trace_id, expected in ref["traces"].items():
         one = client.get(f"/api/v1/traces/{trace_id}").json()
         _same_spend(one, expected, trace_id)  # its counted call, not every span that describes it

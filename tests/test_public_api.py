@@ -20,10 +20,11 @@ EXPECTED = {
     ],
     store: [
         "ChdbStore", "ClickHouseStore", "DataDirLocked", "KINDS", "LLM", "PENDING_DEAD_LETTERS", "Store",
-        "StoreError", "UNPRICED", "bucket_value", "call_detections", "call_figures", "check_choice", "check_text",
+        "StoreError", "TRACE_SORTS", "TRACE_SPAN_COLUMNS", "TraceSearch", "UNPRICED", "bucket_value",
+        "call_detections", "call_figures", "check_choice", "check_text",
         "clickhouse_time",
         "cluster_statements", "day_or_yesterday", "dead_letters", "detections", "encode_rows",
-        "event_finish_reasons", "fill_finish_reasons",
+        "event_finish_reasons", "fill_finish_reasons", "find_traces",
         "held_spans",
         "histogram_sql", "insert_error", "kind_of", "merge_histograms", "operation_of", "operations_of", "percentiles",
         "queues", "recent_spans", "shown", "since_ns", "since_to_unix_ns", "spend_of", "spend_sql", "statements",

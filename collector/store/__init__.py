@@ -27,6 +27,9 @@ from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detec
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
 from ._time import clickhouse_time, day_or_yesterday, shown, since_to_unix_ns
+from ._trace_search import SORTS as TRACE_SORTS
+from ._trace_search import SPAN_COLUMNS as TRACE_SPAN_COLUMNS
+from ._trace_search import TraceSearch, find_traces
 
 __all__ = [
     "ChdbStore",
@@ -37,6 +40,9 @@ __all__ = [
     "PENDING_DEAD_LETTERS",
     "Store",
     "StoreError",
+    "TRACE_SORTS",
+    "TRACE_SPAN_COLUMNS",
+    "TraceSearch",
     "UNPRICED",
     "bucket_value",
     "call_detections",
@@ -51,6 +57,7 @@ __all__ = [
     "encode_rows",
     "event_finish_reasons",
     "fill_finish_reasons",
+    "find_traces",
     "held_spans",
     "histogram_sql",
     "insert_error",

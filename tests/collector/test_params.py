@@ -15,7 +15,7 @@ from infersight.collector import Settings, StoreError, create_app
 
 TRACE_ID = "0123456789abcdef0123456789abcdef"
 # Query parameters pages read from the query string themselves, which OpenAPI does not list.
-PAGE_PARAMS = ("range", "service", "route", "tenant", "model")
+PAGE_PARAMS = ("range", "service", "route", "tenant", "model", "start", "end")
 # Values that only steer a redirect and are made safe rather than refused.
 SANITISED = {"next"}
 
@@ -34,10 +34,17 @@ HOSTILE: dict[str, list[str]] = {
     "range": CHOICES,
     "by": CHOICES,
     "status": CHOICES,
-    **{name: TEXT for name in ("service", "route", "tenant", "model", "label", "q", "queue", "detector")},
+    "sort": CHOICES,
+    # An empty start/end is an empty form field: no window. Look-backs are for `since`.
+    **{name: [v for v in TIMES if v != ""] for name in ("start", "end")},
+    **{name: ["NaN", "inf", "-inf", "1e309", "abc", " ", "1,5"] for name in ("score_min", "score_max")},
+    "cursor": ["garbage", "x" * 2000, "\x00", "eyJmIjoxfQ", "eyJmIjoiIiwicCI6W10sInciOltdfQ"],
+    **{name: TEXT for name in ("service", "route", "tenant", "model", "label", "q", "queue", "detector", "user",
+                               "session", "tag", "error_type", "rubric")},
 }
 # Edge values that are fine, and must answer 200 on every route that takes them.
-USABLE = {"since": ["1970-01-01T00:00:00Z", "1970-01-01", "1970-01-05", "30d", "1s", "2000-02-29T12:00:00+01:00"]}
+USABLE = {"since": ["1970-01-01T00:00:00Z", "1970-01-01", "1970-01-05", "30d", "1s", "2000-02-29T12:00:00+01:00"],
+          "start": ["1970-01-01T00:00:00Z", "2000-02-29T12:00:00+01:00", ""], "end": ["2000-02-29", ""]}
 
 
 @pytest.fixture

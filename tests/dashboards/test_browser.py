@@ -74,7 +74,8 @@ def test_every_page_in_headless_chromium(served, tmp_path_factory):
         "overview": "/?range=7d", "latency": "/latency?range=7d", "cost": "/cost?range=7d",
         "quality": "/quality?range=7d", "alerts": "/alerts?range=7d", "traces": "/traces?range=7d",
         "trace": f"/traces/{calls[10].trace_id}", "latency-1h": "/latency?range=1h",
-        "traces-search": "/traces?range=7d&status=error",
+        "traces-search": "/traces?range=7d&status=error", "overview-1h": "/?range=1h",
+        "traces-errors-first": "/traces?range=7d&sort=errors",
     }
     problems: list[str] = []
     with sync_playwright() as playwright:
@@ -101,6 +102,50 @@ def test_every_page_in_headless_chromium(served, tmp_path_factory):
             assert "tenant=acme" in page.url
             assert page.locator("#tenants tbody tr").count() == 1
             assert not problems, problems
+            _firing_banner_leads_to_the_failing_traces(page, url)
+            _traces_page_through_and_filter(page, url, calls)
+            assert not problems, problems
         finally:
             context.close()
     print(f"\nscreenshots in {shots}")
+
+
+def _trace_ids(page) -> list[str]:
+    return [href.split("/traces/")[1].split("?")[0]
+            for href in page.locator("#traces tbody a.mono").evaluate_all("els => els.map(e => e.href)")]
+
+
+def _firing_banner_leads_to_the_failing_traces(page, url: str) -> None:
+    page.goto(url + "/?range=24h")
+    banner = page.locator("#firing")
+    assert banner.count() == 1 and "error_spike" in banner.inner_text()
+    banner.get_by_text("open the view that explains it").click()
+    page.wait_for_load_state("load")
+    assert page.url.startswith(url + "/traces?") and "status=error" in page.url
+
+
+def _traces_page_through_and_filter(page, url: str, calls: list[Call]) -> None:
+    """On-call's walk: a week of traces, 50 a page, the next page by its link, then one user."""
+    page.goto(url + "/traces?range=7d")
+    total = int(page.locator("#total").inner_text().replace(",", ""))
+    assert total == len(calls)
+    seen: list[str] = []
+    for _ in range(10):
+        ids = _trace_ids(page)
+        assert ids and not set(ids) & set(seen)
+        seen += ids
+        if page.locator("#next-page").count() == 0:
+            break
+        page.click("#next-page")
+        page.wait_for_load_state("load")
+        assert "cursor=" in page.url
+    assert seen == [c.trace_id for c in sorted(calls, key=lambda c: c.start_ns, reverse=True)]
+    page.goto(url + "/traces?range=7d")
+    page.fill("input[name=user]", "u-1")
+    page.select_option("select[name=sort]", "cost")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_load_state("load")
+    assert "user=u-1" in page.url and "sort=cost" in page.url
+    mine = sorted((c for c in calls if c.user == "u-1"), key=lambda c: c.cost_usd, reverse=True)
+    assert int(page.locator("#total").inner_text()) == len(mine) > 0
+    assert _trace_ids(page) == [c.trace_id for c in mine][:50]
