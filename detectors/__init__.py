@@ -45,6 +45,7 @@ from ._cost_loops import (
     SpanFinding,
     prompt_hash,
 )
+from ._finish_reasons import FINISH_REASON_KINDS, FINISH_REASON_SPELLINGS, finish_reason_kind
 from ._fitted import NotFittedError
 from ._inline import BUILTIN_DETECTORS, inline_failure_count, run_inline
 from ._json import JsonDetector
@@ -93,6 +94,8 @@ __all__ = [
     "CostLoopDetector",
     "Detection",
     "DriftReport",
+    "FINISH_REASON_KINDS",
+    "FINISH_REASON_SPELLINGS",
     "FeatureShift",
     "InlineDetector",
     "JsonDetector",
@@ -111,6 +114,7 @@ __all__ = [
     "TruncationDetector",
     "WindowedRun",
     "WindowedRunner",
+    "finish_reason_kind",
     "inline_failure_count",
     "messages_text",
     "parse_messages",

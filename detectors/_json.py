@@ -39,12 +39,12 @@ from typing import Any
 
 from ._base import (
     EVIDENCE_MAX_CHARS,
-    LENGTH_FINISH_REASONS,
     Detection,
     SpanText,
-    finish_reason_of,
+    finish_reasons_of,
     output_text_of,
 )
+from ._finish_reasons import LENGTH, first_of_kind
 from ._schema import schema_check
 
 # The info string is written so that no two repeats can match the same blank: with
@@ -334,16 +334,20 @@ class JsonDetector:
         """Return one ``json.*`` detection, or nothing when JSON was not expected or is ok."""
         if not span.expect_json:
             return []
-        verdict = _classify(output_text_of(span), finish_reason_of(span), span.json_schema)
+        reasons = finish_reasons_of(span)
+        cut_by = first_of_kind(reasons, LENGTH)
+        verdict = _classify(
+            output_text_of(span), cut_by or (reasons[0] if reasons else ""), cut_by is not None,
+            span.json_schema,
+        )
         if verdict is None:
             return []
         kind, evidence = verdict
         return [Detection(self.name, self.version, f"json.{kind}", 1.0, evidence)]
 
 
-def _classify(raw: str, finish_reason: str, schema: Any) -> tuple[str, str] | None:
+def _classify(raw: str, finish_reason: str, cut: bool, schema: Any) -> tuple[str, str] | None:
     text = raw.strip()
-    cut = finish_reason in LENGTH_FINISH_REASONS
     if not text:
         if cut:
             return "truncated", f"empty output, finish_reason={finish_reason}"

@@ -15,13 +15,8 @@ from __future__ import annotations
 
 import re
 
-from ._base import Detection, SpanText, finish_reason_of, output_text_of
-
-# OpenAI/Azure "content_filter", Anthropic "refusal", Gemini "SAFETY", "PROHIBITED_CONTENT",
-# "BLOCKLIST", "SPII" (lower-cased by finish_reason_of).
-_BLOCK_FINISH_REASONS = frozenset(
-    {"content_filter", "refusal", "safety", "prohibited_content", "blocklist", "spii"}
-)
+from ._base import Detection, SpanText, finish_reasons_of, output_text_of
+from ._finish_reasons import CONTENT_FILTER, first_of_kind
 
 _APOS = "['’]"
 _EN_NEG = (
@@ -112,8 +107,8 @@ class RefusalDetector:
     def detect(self, span: SpanText) -> list[Detection]:
         """Return every refusal signal found; several may fire for one span."""
         found: list[Detection] = []
-        reason = finish_reason_of(span)
-        if reason in _BLOCK_FINISH_REASONS:
+        reason = first_of_kind(finish_reasons_of(span), CONTENT_FILTER)
+        if reason is not None:
             found.append(
                 Detection(
                     self.name, self.version, "refusal.provider_block", 1.0,
