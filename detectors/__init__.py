@@ -10,7 +10,7 @@ Python, do no I/O and never raise:
 
 Labels: ``repetition.loop``, ``repetition.suspect``, ``json.schema_invalid``, ``json.wrapped``,
 ``json.truncated``, ``json.malformed``, ``refusal.provider_block``, ``refusal.field``,
-``refusal.phrase``, ``truncation.length``.
+``refusal.phrase``, ``refusal.partial``, ``truncation.length``.
 
 Windowed detectors look at many calls at once. Drift detectors are estimators (``fit`` on a
 reference window, ``score``/``detect`` on the current one); cost loops are a rule:

@@ -441,7 +441,7 @@ def inline_corpus(seed: int) -> dict[str, list[tuple[SpanText, bool]]]:
 _INLINE: dict[str, Callable[[SpanText], bool]] = {
     "repetition": lambda s: bool(RepetitionDetector().detect(s)),
     "json": lambda s: bool(JsonDetector().detect(s)),
-    "refusal": lambda s: any(d.label == "refusal.phrase" for d in RefusalDetector().detect(s)),
+    "refusal": lambda s: any(d.label in ("refusal.phrase", "refusal.partial") for d in RefusalDetector().detect(s)),
 }
 
 _INLINE_CORPUS = {
@@ -471,3 +471,34 @@ def report(*, quick: bool = True) -> list[Score]:
     if quick:
         return [numeric_scores(4, 3), text_scores(1, 2), loop_scores(2, 60), stuffing_scores(2), *inline_scores()]
     return [numeric_scores(40, 10), text_scores(10, 5), loop_scores(10, 120), stuffing_scores(10), *inline_scores()]
+
+
+# -- refusals on the hand-written hard set ------------------------------------------------------------
+
+
+def refusal_verdicts(cases: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """(language, truth, what the detector said: ``refusal``, ``partial`` or ``none``) per case."""
+    detector = RefusalDetector()
+    out = []
+    for lang, truth, text in cases:
+        labels = {d.label for d in detector.detect(SpanText(output_text=text))}
+        said = "partial" if "refusal.partial" in labels else "refusal" if "refusal.phrase" in labels else "none"
+        out.append((lang, truth, said))
+    return out
+
+
+def refusal_scores(cases: list[tuple[str, str, str]], name: str) -> list[Score]:
+    """Per language and overall: a refusal, whole or partial, found or not; the note counts the
+    partial refusals labelled as such."""
+    verdicts = refusal_verdicts(cases)
+    out = []
+    for lang in [*sorted({v[0] for v in verdicts}), "all"]:
+        mine = [v for v in verdicts if lang in ("all", v[0])]
+        tp = sum(1 for _, truth, said in mine if truth != "none" and said != "none")
+        fn = sum(1 for _, truth, said in mine if truth != "none" and said == "none")
+        fp = sum(1 for _, truth, said in mine if truth == "none" and said != "none")
+        tn = sum(1 for _, truth, said in mine if truth == "none" and said == "none")
+        partial = [said for _, truth, said in mine if truth == "partial"]
+        out.append(Score(f"refusal ({lang})", name, "answer", tp, fp, fn, tn,
+                         f"partial labelled partial: {partial.count('partial')}/{len(partial)}"))
+    return out
