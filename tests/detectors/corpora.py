@@ -366,7 +366,9 @@ _SENTENCES = [
 
 
 def _prose(rng: random.Random, sentences: int) -> str:
-    return " ".join(rng.choice(_SENTENCES) for _ in range(sentences))
+    # Distinct sentences: an answer that says the same sentence twice is what the repetition
+    # detector looks for, not an ordinary answer.
+    return " ".join(rng.sample(_SENTENCES, min(sentences, len(_SENTENCES))))
 
 
 def inline_corpus(seed: int) -> dict[str, list[tuple[SpanText, bool]]]:
@@ -501,4 +503,23 @@ def refusal_scores(cases: list[tuple[str, str, str]], name: str) -> list[Score]:
         partial = [said for _, truth, said in mine if truth == "partial"]
         out.append(Score(f"refusal ({lang})", name, "answer", tp, fp, fn, tn,
                          f"partial labelled partial: {partial.count('partial')}/{len(partial)}"))
+    return out
+
+
+# -- repetition on generated continuations ------------------------------------------------------------
+
+
+def repetition_scores(n: int = 1000, seed: int = 0) -> list[Score]:
+    """Loops flagged among greedy and beam continuations; false alarms among nucleus-style and
+    human-like text (tests/detectors/loop_corpus.py), per corpus, at the default threshold."""
+    from .loop_corpus import corpora
+
+    detector = RepetitionDetector()
+    out = []
+    for name, texts in corpora(n, seed).items():
+        flagged = sum(1 for t in texts if detector.detect(SpanText(output_text=t)))
+        if name in ("greedy", "beam"):
+            out.append(Score("repetition", f"{name} continuations (loops)", "answer", flagged, 0, n - flagged, 0))
+        else:
+            out.append(Score("repetition", f"{name} text (no loops)", "answer", 0, flagged, 0, n - flagged))
     return out
