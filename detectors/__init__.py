@@ -8,9 +8,10 @@ Python, do no I/O and never raise:
     for d in run_inline(SpanText(output_text=text, finish_reason="length")):
         print(d.label, d.score, d.evidence)
 
-Labels: ``repetition.loop``, ``repetition.suspect``, ``json.schema_invalid``, ``json.wrapped``,
-``json.truncated``, ``json.malformed``, ``refusal.provider_block``, ``refusal.field``,
-``refusal.phrase``, ``refusal.partial``, ``truncation.length``.
+Labels: ``repetition.loop``, ``repetition.suspect``, ``json.schema_invalid``,
+``json.duplicate_keys``, ``json.wrapped``, ``json.truncated``, ``json.malformed``,
+``refusal.provider_block``, ``refusal.field``, ``refusal.phrase``, ``refusal.partial``,
+``truncation.length``.
 
 Windowed detectors look at many calls at once. Drift detectors are estimators (``fit`` on a
 reference window, ``score``/``detect`` on the current one); cost loops are a rule:
