@@ -163,8 +163,14 @@ _WORD_ANCHORS: dict[str, tuple[str, str | None]] = {
     "لن ": ("ar", r"لن (?:أتمكن|أستطيع)"),
     "नहीं": ("hi", None),
 }
-# Longest first: "preferisco" is Italian before "prefer" is English.
-WORD_ANCHOR = re.compile(" (" + "|".join(re.escape(w) for w in sorted(_WORD_ANCHORS, key=len, reverse=True)) + ")")
+# Longest first: "preferisco" is Italian before "prefer" is English. The look-ahead at the
+# anchors' first letters turns most blanks away in one step (a third of the cost on JSON).
+_FIRST_LETTERS = "".join(sorted({word[0] for word in _WORD_ANCHORS}))
+WORD_ANCHOR = re.compile(
+    f" (?=[{re.escape(_FIRST_LETTERS)}])("
+    + "|".join(re.escape(word) for word in sorted(_WORD_ANCHORS, key=len, reverse=True))
+    + ")"
+)
 """An anchor word after a blank, in lower-cased text with a blank put in front."""
 WORD_ANCHORS: dict[str, tuple[str, re.Pattern[str] | None]] = {
     word: (lang, None if context is None else re.compile(context))
