@@ -102,9 +102,12 @@ class RefusalDetector:
 
 def refusal_verdict(text: str) -> tuple[str, str] | None:
     """``("phrase" | "partial", first refusal sentence)`` for ``text``, or None."""
+    matches = _phrase_matches(text)
+    if not matches:
+        return None
     code = _code_spans(text)
     sentences: list[tuple[int, int]] = []
-    for match in _phrase_matches(text):
+    for match in matches:
         start = match.start()
         if sentences and start < sentences[-1][1]:
             continue  # the same sentence again
@@ -127,10 +130,11 @@ def _phrase_matches(text: str) -> list[re.Match[str]]:
     phrases = PHRASES
     if len(lower) != len(text):  # a few characters lower-case to two; positions must agree
         lower, phrases = text, PHRASES_ANY_CASE
-    # Blanks before the first word and for line breaks: every anchor word then follows a
-    # blank, and the one pattern can start with a literal the engine looks for at C speed.
+    # Blanks before the first word and for line breaks: every anchor word then follows a blank
+    # (tabs, seldom before a word of prose, are left), and the one pattern can start with a
+    # literal the engine looks for at C speed.
     anchors: dict[str, list[int]] = {}
-    for hit in WORD_ANCHOR.finditer(" " + lower.replace("\n", " ").replace("\t", " ")):
+    for hit in WORD_ANCHOR.finditer(" " + lower.replace("\n", " ")):
         at = hit.start()  # the word's place in ``lower``: one blank put in front, one skipped
         lang, context = WORD_ANCHORS[hit.group(1)]
         if context is None or context.match(lower, at):
