@@ -26,6 +26,7 @@ so the repeat score does not read them.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from dataclasses import dataclass
@@ -163,7 +164,11 @@ class RepetitionDetector:
         self.many_copies = many_copies
         self.tail_chars = tail_chars
         self.false_alarm_rate = false_alarm_rate
-        self.threshold_ = repeat_threshold(false_alarm_rate)
+
+    @property
+    def threshold(self) -> float:
+        """The raw repeat score at which ``false_alarm_rate`` is reached (``REPEAT_CALIBRATION``)."""
+        return repeat_threshold(self.false_alarm_rate)
 
     def detect(self, span: SpanText) -> list[Detection]:
         """Return one ``repetition.loop`` or ``repetition.suspect`` detection, or nothing."""
@@ -226,7 +231,7 @@ class RepetitionDetector:
 
     def _soft(self, raw_tokens: list[str]) -> Detection | None:
         found = _repeats(raw_tokens)
-        if found is None or found[0] < self.threshold_:
+        if found is None or found[0] < repeat_threshold(self.false_alarm_rate):
             return None
         raw, last = found
         score = 1.0 - false_alarm_rate_of(raw)
@@ -277,6 +282,7 @@ def false_alarm_rate_of(raw_score: float) -> float:
     return rate
 
 
+@functools.lru_cache(maxsize=64)
 def repeat_threshold(false_alarm_rate: float) -> float:
     """The lowest raw repeat score whose false-alarm rate is at most ``false_alarm_rate``."""
     for threshold, share in REPEAT_CALIBRATION:

@@ -51,7 +51,7 @@ def test_a_threshold_is_a_false_alarm_rate_on_text_it_was_not_calibrated_on(rate
 def test_the_false_alarm_rate_is_the_knob():
     text = prose(random.Random(11), 10)
     loose, strict = RepetitionDetector(false_alarm_rate=0.5), RepetitionDetector(false_alarm_rate=0.001)
-    assert loose.threshold_ < strict.threshold_
+    assert loose.threshold < strict.threshold
     assert sum(bool(loose.detect(SpanText(output_text=prose(random.Random(i), 8)))) for i in range(200)) > 20
     assert strict.detect(SpanText(output_text=text)) == []
 
