@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/detectors.py            # full run (a few minutes), markdown on stdout
     .venv/bin/python bench/detectors.py --quick    # smaller corpora and fewer seeds
+    .venv/bin/python bench/detectors.py --inline --against 181e013   # inline only, beside a commit
 
 Prints markdown tables for BENCHMARKS.md:
 
@@ -16,22 +17,31 @@ Prints markdown tables for BENCHMARKS.md:
    detectors on one route).
 3. The false-alarm rate without change, over many seeds (the calibration's promise: at most
    ``alpha`` = 1% per evaluation).
-4. Precision and recall on the generated corpora of ``tests/detectors/corpora.py``.
+4. Precision and recall on the generated corpora of ``tests/detectors/corpora.py``; the
+   repetition detector on generated greedy/beam loops and nucleus/human text
+   (``loop_corpus.py``); the refusal detector per language on the hand-written hard set
+   (``refusal_cases.py``).
+5. With ``--against REF``: each inline detector beside its version at git commit REF, timed in
+   alternating rounds in one process, as a ratio (the machine is shared: only ratios compare).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import math
+import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +50,7 @@ sys.path.append(str(ROOT))  # the generated corpora live with the tests
 
 from infersight import sdk
 from infersight.detectors import (
+    BUILTIN_DETECTORS,
     ContextStuffingDetector,
     JsonDetector,
     NumericDriftDetector,
@@ -52,11 +63,16 @@ from infersight.detectors import (
 from tests.detectors.corpora import (
     _SENTENCES,
     TEXT_BASE,
+    inline_scores,
     markdown,
     numeric_window,
+    refusal_scores,
+    repetition_scores,
     report,
     text_corpus,
 )
+from tests.detectors.loop_corpus import prose as varied_prose
+from tests.detectors.refusal_cases import CASES, HELD_OUT
 
 
 def _median_us(fn: Callable[[], object], *, min_time_s: float = 0.2, repeats: int = 7) -> float:
@@ -96,6 +112,50 @@ def _outputs(size: int) -> dict[str, SpanText]:
         "JSON (expect_json)": SpanText(output_text=records, expect_json=True),
         "looping prose": SpanText(output_text=loop, finish_reason="length"),
     }
+
+
+def _baseline_detectors(ref: str, into: Path) -> Any:
+    """The ``detectors`` package as it was at git commit ``ref``, importable beside today's."""
+    package = into / "baseline_infersight" / "detectors"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    names = subprocess.run(["git", "ls-tree", "--name-only", ref, "detectors/"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        blob = subprocess.run(["git", "show", f"{ref}:{name}"], cwd=ROOT, check=True, capture_output=True).stdout
+        (package / Path(name).name).write_bytes(blob)
+    sys.path.insert(0, str(into))
+    return importlib.import_module("baseline_infersight.detectors")
+
+
+def against_table(ref: str, into: Path) -> str:
+    old = _baseline_detectors(ref, into)
+    lines = [f"| detector | output | size | {ref} µs/span | now µs/span | ratio |", "|---|---|---:|---:|---:|---:|"]
+    names = ("repetition", "json", "refusal", "truncation")
+    pairs: dict[str, tuple[Callable[[Any], object], Callable[[Any], object]]] = {
+        name: (type(before)().detect, type(after)().detect)
+        for name, before, after in zip(names, old.BUILTIN_DETECTORS, BUILTIN_DETECTORS, strict=True)
+    }
+    pairs["all four"] = (old.run_inline, run_inline)
+    for size in (1024, 16 * 1024):
+        outputs = dict(_outputs(size))
+        outputs["varied prose"] = SpanText(output_text=varied_prose(random.Random(3), 2000)[:size])
+        for output, span in outputs.items():
+            old_span = old.SpanText(output_text=span.output_text, finish_reason=span.finish_reason,
+                                    expect_json=span.expect_json)
+            for name, (before, after) in pairs.items():
+                b, a = _side_by_side(lambda f=before, s=old_span: f(s), lambda f=after, s=span: f(s))
+                lines.append(f"| {name} | {output} | {size // 1024} KB | {b:,.1f} | {a:,.1f} | {a / b:.2f} |")
+    return "\n".join(lines)
+
+
+def _side_by_side(before: Callable[[], object], after: Callable[[], object]) -> tuple[float, float]:
+    """Median µs per call of each over 7 alternating rounds: load changes hit both alike."""
+    rounds: tuple[list[float], list[float]] = ([], [])
+    for _ in range(7):
+        rounds[0].append(_median_us(before, min_time_s=0.02, repeats=1))
+        rounds[1].append(_median_us(after, min_time_s=0.02, repeats=1))
+    return statistics.median(rounds[0]), statistics.median(rounds[1])
 
 
 def inline_table() -> str:
@@ -227,13 +287,24 @@ def false_alarm_table(numeric_seeds: int, text_seeds: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller corpora and fewer seeds")
+    parser.add_argument("--inline", action="store_true", help="the inline detectors only")
+    parser.add_argument("--against", metavar="REF", help="time the inline detectors beside those of git commit REF")
     args = parser.parse_args()
     sections = [("Inline detectors per span (median of 7 rounds)", inline_table)]
     with tempfile.TemporaryDirectory() as tmp:
-        sections.append(("Drift evaluation time", lambda: drift_table(Path(tmp))))
-        sections.append(("False alarms without change",
-                         lambda: false_alarm_table(50 if args.quick else 300, 20 if args.quick else 100)))
-        sections.append(("Precision and recall on generated corpora", lambda: markdown(report(quick=args.quick))))
+        if args.against:
+            sections.append((f"Inline detectors beside {args.against} (median of 7 alternating rounds)",
+                             lambda: against_table(args.against, Path(tmp))))
+        if not args.inline:
+            sections.append(("Drift evaluation time", lambda: drift_table(Path(tmp))))
+            sections.append(("False alarms without change",
+                             lambda: false_alarm_table(50 if args.quick else 300, 20 if args.quick else 100)))
+            sections.append(("Precision and recall on generated corpora", lambda: markdown(report(quick=args.quick))))
+        else:
+            sections.append(("Precision and recall on generated corpora", lambda: markdown(inline_scores())))
+        sections.append(("Repetition on generated continuations", lambda: markdown(repetition_scores())))
+        sections.append(("Refusals per language",
+                         lambda: markdown(refusal_scores(CASES, "hard set") + refusal_scores(HELD_OUT, "held out"))))
         for title, build in sections:
             t0 = time.perf_counter()
             table = build()

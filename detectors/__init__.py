@@ -8,9 +8,10 @@ Python, do no I/O and never raise:
     for d in run_inline(SpanText(output_text=text, finish_reason="length")):
         print(d.label, d.score, d.evidence)
 
-Labels: ``repetition.loop``, ``repetition.suspect``, ``json.schema_invalid``, ``json.wrapped``,
-``json.truncated``, ``json.malformed``, ``refusal.provider_block``, ``refusal.field``,
-``refusal.phrase``, ``truncation.length``.
+Labels: ``repetition.loop``, ``repetition.suspect``, ``json.schema_invalid``,
+``json.duplicate_keys``, ``json.wrapped``, ``json.truncated``, ``json.malformed``,
+``refusal.provider_block``, ``refusal.field``, ``refusal.phrase``, ``refusal.partial``,
+``truncation.length``.
 
 Windowed detectors look at many calls at once. Drift detectors are estimators (``fit`` on a
 reference window, ``score``/``detect`` on the current one); cost loops are a rule:
@@ -45,6 +46,7 @@ from ._cost_loops import (
     SpanFinding,
     prompt_hash,
 )
+from ._finish_reasons import FINISH_REASON_KINDS, FINISH_REASON_SPELLINGS, finish_reason_kind
 from ._fitted import NotFittedError
 from ._inline import BUILTIN_DETECTORS, inline_failure_count, run_inline
 from ._json import JsonDetector
@@ -93,6 +95,8 @@ __all__ = [
     "CostLoopDetector",
     "Detection",
     "DriftReport",
+    "FINISH_REASON_KINDS",
+    "FINISH_REASON_SPELLINGS",
     "FeatureShift",
     "InlineDetector",
     "JsonDetector",
@@ -111,6 +115,7 @@ __all__ = [
     "TruncationDetector",
     "WindowedRun",
     "WindowedRunner",
+    "finish_reason_kind",
     "inline_failure_count",
     "messages_text",
     "parse_messages",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ._finish_reasons import FINISH_REASON_KINDS, LENGTH
+
 EVIDENCE_MAX_CHARS = 200
 
-# OpenAI says "length", Anthropic "max_tokens", Gemini "MAX_TOKENS", the Responses API
-# "max_output_tokens": all mean the provider stopped the answer, not the model.
-LENGTH_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+# Kept for callers of the old name; the table in _finish_reasons is the one place.
+LENGTH_FINISH_REASONS = frozenset(r for r, kind in FINISH_REASON_KINDS.items() if kind == LENGTH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,8 @@ class SpanText:
         expect_json: the application asked for JSON (JSON mode, structured output, a tool call).
         json_schema: the JSON Schema the answer must satisfy, when there is one.
         refusal_field: the provider's own refusal text (OpenAI's ``message.refusal``), if any.
+        finish_reasons: every choice's finish reason, when the answer had several choices
+            (``gen_ai.response.finish_reasons``); read together with ``finish_reason``.
     """
 
     output_text: str
@@ -58,6 +62,7 @@ class SpanText:
     expect_json: bool = False
     json_schema: dict[str, Any] | None = None
     refusal_field: str | None = None
+    finish_reasons: Sequence[str] = ()
 
 
 @runtime_checkable
@@ -93,6 +98,15 @@ def finish_reason_of(span: SpanText) -> str:
     """The finish reason lower-cased, so provider spellings compare equal."""
     reason = span.finish_reason
     return reason.strip().lower() if isinstance(reason, str) else ""
+
+
+def finish_reasons_of(span: SpanText) -> list[str]:
+    """Every choice's finish reason, lower-cased, ``finish_reason`` first; blanks dropped."""
+    reasons = [span.finish_reason]
+    extra = span.finish_reasons
+    if isinstance(extra, (list, tuple)):
+        reasons.extend(extra)
+    return [r.strip().lower() for r in reasons if isinstance(r, str) and r.strip()]
 
 
 def check_param(owner: str, name: str, value: object, ok: bool, expected: str) -> None:

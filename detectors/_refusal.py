@@ -1,119 +1,84 @@
 """Refusals: the provider blocked the answer, or the model declined to give one.
 
-* ``refusal.provider_block``: a content-filter or safety finish reason.
+* ``refusal.provider_block``: a content-filter or safety finish reason in any choice (the
+  kinds are in ``FINISH_REASON_KINDS``).
 * ``refusal.field``: the provider's own refusal field is filled (OpenAI's ``message.refusal``).
-* ``refusal.phrase``: the answer opens with refusal phrasing in one of eight languages.
+* ``refusal.phrase``: the answer declines: refusal phrasing and little else.
+* ``refusal.partial``: the answer helps with part and declines the rest, the refusal before
+  or after the help (code included).
 
-Phrases are precision first: they must start one of the first sentences of the answer, and
-they name the act of declining ("I can't help with", "no puedo ayudar"), not any apology or
-"can't": "I'm sorry to hear that" and "I can't believe" are ordinary answers. A long answer
-that opens with a refusal is often a partial one ("I can't browse, but here is what I know"),
-so it scores lower than a short one.
+The phrase rules (in ``_refusal_phrases``, twelve languages) name the act of declining ("I
+can't help with", "no puedo ayudar", "お答えできません"), not any apology or "can't": "I'm
+sorry to hear that" and "I can't believe" are ordinary answers. A refusal is one only where
+the answer speaks for itself:
+
+1. not inside fenced code (a test asserting the bot's refusal text);
+2. not inside quotation marks or a ``>`` block quote, nor right after "says", "like", "reads"
+   or a colon (an answer quoting or discussing a refusal);
+
+and it is partial when what is left of the answer outside the refusal sentences is code or
+more than ``_HELP_WEIGHT`` characters (CJK counted three-fold, a character being a word).
 """
 
 from __future__ import annotations
 
 import re
 
-from ._base import Detection, SpanText, finish_reason_of, output_text_of
-
-# OpenAI/Azure "content_filter", Anthropic "refusal", Gemini "SAFETY", "PROHIBITED_CONTENT",
-# "BLOCKLIST", "SPII" (lower-cased by finish_reason_of).
-_BLOCK_FINISH_REASONS = frozenset(
-    {"content_filter", "refusal", "safety", "prohibited_content", "blocklist", "spii"}
+from ._base import Detection, SpanText, finish_reasons_of, output_text_of
+from ._finish_reasons import CONTENT_FILTER, first_of_kind
+from ._refusal_phrases import (
+    CJK_ANCHOR,
+    CJK_ANCHORS,
+    CJK_LANGUAGES,
+    PHRASES,
+    PHRASES_ANY_CASE,
+    REACH_CHARS,
+    TAIL_CHARS,
+    WORD_ANCHOR,
+    WORD_ANCHORS,
+    WORD_STARTS,
 )
 
-_APOS = "['’]"
-_EN_NEG = (
-    rf"(?:can{_APOS}?t|cannot|can\s+not|won{_APOS}t|will\s+not|"
-    rf"(?:am|{_APOS}m)\s+(?:not\s+able|unable|not\s+going|not\s+allowed|not\s+permitted)\s+to|"
-    rf"(?:won{_APOS}t|will\s+not)\s+be\s+able\s+to)"
+# End of a sentence: Latin, CJK, Devanagari danda, Arabic question mark, a line break.
+_SENTENCE_END = re.compile(r"[.!?。！？।؟\n]")
+_TERMINATORS = ".!?。！？।؟\n"
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+# Quotation marks that open and close with the same or a paired glyph; apostrophes are left
+# out, being part of "can't" and "l'aide".
+_QUOTES = frozenset('"“”„«»「」『』`')
+_REPORTED = re.compile(
+    r"(?:\b(?:says?|(?<!that\s)said|repl(?:y|ies|ied)|responds?|responded|like|such\s+as|reads?|returns?|"
+    r"answers?\s+with|shows?|message|phrase)\W*|[:：]\W*|['‘]\s*)$",
+    re.IGNORECASE,
 )
-_EN_VERB = (
-    r"(?:help|assist|provide|comply|fulfil+|create|generate|write|produce|share|support|"
-    r"engage|answer|give|offer|continue|complete|participate|do\s+(?:that|this)|"
-    r"(?:go\s+)?along\s+with)"
-)
-# What follows "I'm sorry, but I can't" when it is not a refusal: idioms ("I can't believe")
-# and limits of the moment ("I can't open the link"), which ask for help rather than decline.
-_EN_IDIOM = (
-    r"(?!\s+(?:believe|wait|stress|emphasi[sz]e|overstate|thank|help\s+but|tell\s+you\s+how|"
-    r"find|see|open|access|read|view|locate|load|browse|reproduce|recall|remember|verify|"
-    r"confirm|be\s+(?:sure|certain)|guarantee)\b)"
-)
-_EN_LEAD = r"(?:(?:however|but|unfortunately|as\s+an\s+ai(?:\s+(?:language\s+)?model)?)[,.]?\s+)?"
-
-_PHRASES = [
-    # English
-    rf"(?:i{_APOS}m|i\s+am)\s+(?:really\s+|very\s+|so\s+)?(?:sorry|afraid)[,.]?\s+(?:but\s+)?"
-    rf"i\s+{_EN_NEG}{_EN_IDIOM}",
-    rf"(?:sorry|unfortunately|apologies|regrettably)[,.!]?\s+(?:but\s+)?i\s+{_EN_NEG}{_EN_IDIOM}",
-    rf"{_EN_LEAD}i\s+{_EN_NEG}\s+(?:really\s+|directly\s+|in\s+good\s+conscience\s+)?"
-    rf"{_EN_VERB}\b(?!\s+but\b)",
-    r"i\s+(?:must|have\s+to|need\s+to)\s+(?:respectfully\s+|politely\s+)?decline",
-    rf"(?:that{_APOS}s|this\s+is|that\s+is)\s+not\s+something\s+i\s+(?:can|am\s+able\s+to|will)"
-    r"\s+(?:help|assist)",
-    # Spanish
-    r"(?:lo\s+siento(?:\s+mucho)?|lamentablemente|disculp[ae]|perd[oó]n)[,.]?\s+(?:pero\s+)?"
-    r"no\s+(?:puedo|podr[eé]|me\s+es\s+posible)\b",
-    r"no\s+(?:puedo|podr[eé])\s+(?:ayudar|asistir|proporcionar|cumplir|ofrecer|generar|crear|"
-    r"facilitar|responder|hacer\s+eso)",
-    # French
-    r"(?:je\s+suis\s+(?:vraiment\s+)?d[ée]sol[ée]e?|d[ée]sol[ée]e?|malheureusement|je\s+regrette)"
-    r"[,.]?\s+(?:mais\s+)?je\s+ne\s+(?:peux|pourrai|suis\s+pas\s+en\s+mesure)\b",
-    r"je\s+ne\s+(?:peux|pourrai)\s+pas\s+(?:vous\s+|t['’]\s*)?(?:aider|assister|fournir|"
-    r"r[ée]pondre|cr[ée]er|g[ée]n[ée]rer|donner|faire\s+cela)",
-    r"je\s+ne\s+suis\s+pas\s+en\s+mesure\s+de\s+(?:vous\s+|t['’]\s*)?(?:aider|fournir|r[ée]pondre)",
-    # German
-    r"(?:es\s+tut\s+mir\s+(?:sehr\s+)?leid|entschuldigung|leider|bedauerlicherweise)[,.]?\s+"
-    r"(?:aber\s+)?(?:ich\s+kann|kann\s+ich)\s+(?:\S+\s+){0,4}?nicht\s+(?:helfen|behilflich|"
-    r"unterst[üu]tzen|beantworten|erf[üu]llen|bereitstellen|liefern|nachkommen|erstellen)",
-    r"ich\s+kann\s+(?:\S+\s+){0,4}?nicht\s+(?:helfen|behilflich|nachkommen|erf[üu]llen)",
-    r"ich\s+bin\s+(?:leider\s+)?nicht\s+in\s+der\s+lage",
-    # Portuguese
-    r"(?:desculpe|sinto\s+muito|lamento|infelizmente)[,.]?\s+(?:mas\s+)?n[ãa]o\s+"
-    r"(?:posso|consigo|poderei)\b",
-    r"n[ãa]o\s+posso\s+(?:ajudar|fornecer|atender|cumprir|responder)",
-    # Italian
-    r"(?:mi\s+dispiace|spiacente|purtroppo)[,.]?\s+(?:ma\s+)?non\s+(?:posso|sono\s+in\s+grado|riesco)\b",
-    r"non\s+posso\s+(?:aiutar(?:ti|la|e)|fornire|assistere|rispondere)",
-    # Chinese
-    r"(?:很?抱歉|对不起|不好意思)[，,。！!]?\s*(?:但(?:是)?[，,]?\s*)?我(?:无法|不能|没办法|不可以)",
-    r"我(?:无法|不能|没办法|不可以)(?:为你|为您|帮你|帮您|向你|向您)?(?:帮助|协助|提供|回答|满足|完成|"
-    r"参与|处理|生成|创作|执行|做到|遵从)",
-    # Japanese
-    r"(?:申し訳(?:ありません|ございません|ない)(?:が|けど|けれど)?|すみません(?:が)?|恐れ入りますが)"
-    r"[、,。]?\s*[^。！？\n]{0,40}?(?:できません|いたしかねます|致しかねます)",
-    r"(?:その|この)?(?:ご?依頼|リクエスト|ご?質問|ご?要求)(?:には|に)(?:お応え|お答え|対応)"
-    r"(?:することは|は)?できません",
-    r"(?:お手伝い|お答え|ご提供|提供|対応)(?:することは|は)?できません",
-]
-_PHRASE = re.compile("|".join(f"(?:{p})" for p in _PHRASES), re.IGNORECASE)
-
-# Where a sentence may start: after end punctuation or a line break.
-_SENTENCE_END = re.compile(r"[.!?。！？\n]+[\s\"'”’)*_]*")
-_LEADING_NOISE = re.compile(r"[\s>*_#\"'“”‘’`-]*")
-_HEAD_CHARS = 300
-_MAX_SENTENCES = 3
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_SPACE = re.compile(r"\s+")
+# What an answer must hold besides its refusal sentences to be a partial refusal: about two
+# sentences of help. Closing courtesies ("Is there something else I can help with?", "please
+# contact local emergency services") stay under it.
+_HELP_WEIGHT = 200
+# A sentence longer than this around a match is cut there: the evidence and the quote check
+# stay bounded on text without punctuation.
+_SENTENCE_MAX_CHARS = 400
 _SHORT_ANSWER_CHARS = 500
 
 
 class RefusalDetector:
-    """Find provider blocks, refusal fields and refusal phrasing in one answer.
+    """Find provider blocks, refusal fields and refusals (whole or partial) in one answer.
 
-    Reads the finish reason, the refusal field and the first 300 characters only: constant
-    time whatever the answer's length. Safe to share between threads, never raises from
+    Reads the whole answer once: linear time in its length (one regular-expression scan, plus
+    bounded work per refusal found). Safe to share between threads, never raises from
     ``detect``.
     """
 
     name = "refusal"
-    version = "1.0"
+    version = "2.0"
 
     def detect(self, span: SpanText) -> list[Detection]:
         """Return every refusal signal found; several may fire for one span."""
         found: list[Detection] = []
-        reason = finish_reason_of(span)
-        if reason in _BLOCK_FINISH_REASONS:
+        reason = first_of_kind(finish_reasons_of(span), CONTENT_FILTER)
+        if reason is not None:
             found.append(
                 Detection(
                     self.name, self.version, "refusal.provider_block", 1.0,
@@ -126,24 +91,134 @@ class RefusalDetector:
                 Detection(self.name, self.version, "refusal.field", 1.0, field.strip())
             )
         text = output_text_of(span)
-        phrase = _refusal_phrase(text)
-        if phrase is not None:
-            score = 0.9 if len(text.strip()) <= _SHORT_ANSWER_CHARS else 0.6
-            found.append(Detection(self.name, self.version, "refusal.phrase", score, phrase))
+        verdict = refusal_verdict(text)
+        if verdict is not None:
+            label, evidence = verdict
+            short = len(text.strip()) <= _SHORT_ANSWER_CHARS
+            score = 0.6 if label == "partial" else 0.9 if short else 0.75
+            found.append(Detection(self.name, self.version, f"refusal.{label}", score, evidence))
         return found
 
 
-def _refusal_phrase(text: str) -> str | None:
-    """The refusal sentence if one of the first sentences starts with refusal phrasing."""
-    head = text[: _HEAD_CHARS + 200].lstrip()
-    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(head, 0, _HEAD_CHARS)]
-    for start in starts[:_MAX_SENTENCES]:
-        noise = _LEADING_NOISE.match(head, start)
-        assert noise is not None  # the pattern matches the empty string, so it matches everywhere
-        start = noise.end()
-        match = _PHRASE.match(head, start)
-        if match is not None:
-            sentence_end = _SENTENCE_END.search(head, match.end())
-            stop = sentence_end.end() if sentence_end else len(head)
-            return head[start:stop].strip()
+def refusal_verdict(text: str) -> tuple[str, str] | None:
+    """``("phrase" | "partial", first refusal sentence)`` for ``text``, or None."""
+    matches = _phrase_matches(text)
+    if not matches:
+        return None
+    code = _code_spans(text)
+    sentences: list[tuple[int, int]] = []
+    for match in matches:
+        start = match.start()
+        if sentences and start < sentences[-1][1]:
+            continue  # the same sentence again
+        if _inside(code, start):
+            continue
+        sentence_start = _sentence_start(text, start)
+        if _quoted(text, sentence_start, start):
+            continue
+        sentences.append((sentence_start, _sentence_end(text, match.end())))
+    if not sentences:
+        return None
+    first = text[sentences[0][0] : sentences[0][1]].strip()
+    partial = bool(code) or _help_weight(text, sentences) > _HELP_WEIGHT
+    return ("partial" if partial else "phrase"), first
+
+
+def _phrase_matches(text: str) -> list[re.Match[str]]:
+    """Every refusal-phrase match, in order: each language's rules tried around its anchors."""
+    lower = text.lower()
+    phrases = PHRASES
+    if len(lower) != len(text):  # a few characters lower-case to two; positions must agree
+        lower, phrases = text, PHRASES_ANY_CASE
+    # Blanks before the first word and for line breaks: every anchor word then follows a blank
+    # (tabs, seldom before a word of prose, are left), and the one pattern can start with a
+    # literal the engine looks for at C speed.
+    anchors: dict[str, list[int]] = {}
+    for hit in WORD_ANCHOR.finditer(" " + lower.replace("\n", " ")):
+        at = hit.start()  # the word's place in ``lower``: one blank put in front, one skipped
+        lang, context = WORD_ANCHORS[hit.group(1)]
+        if context is None or context.match(lower, at):
+            anchors.setdefault(lang, []).append(at)
+    if not text.isascii():
+        for hit in CJK_ANCHOR.finditer(lower):
+            anchors.setdefault(CJK_ANCHORS[hit.group()], []).append(hit.start())
+    found: list[re.Match[str]] = []
+    for lang, positions in anchors.items():
+        pattern = phrases[lang]
+        if lang in CJK_LANGUAGES:
+            for lo, hi in _windows(sorted(positions), len(text)):
+                found.extend(pattern.finditer(lower, lo, hi))
+            continue
+        covered = -1
+        for at in sorted(positions):
+            if at >= covered and (match := _match_before(lower, at, pattern)) is not None:
+                found.append(match)
+                covered = match.end()
+    found.sort(key=lambda m: m.start())
+    return found
+
+
+def _match_before(lower: str, at: int, pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """The earliest match that starts at a word at most ``REACH_CHARS`` before ``at`` and
+    reaches past it: a handful of anchored attempts instead of a scan of the window."""
+    for word in WORD_STARTS.finditer(lower, max(0, at - REACH_CHARS), at + 1):
+        match = pattern.match(lower, word.start())
+        if match is not None and match.end() > at:
+            return match
     return None
+
+
+def _windows(positions: list[int], size: int) -> list[tuple[int, int]]:
+    """Where a match around each anchor can lie, overlapping windows joined: dense anchors
+    make one scan of the text, never several, so the cost stays linear."""
+    out: list[tuple[int, int]] = []
+    for at in positions:
+        lo, hi = max(0, at - REACH_CHARS), min(size, at + TAIL_CHARS)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    if "```" not in text and "~~~" not in text:
+        return []
+    fences = [m.start() for m in _FENCE.finditer(text)]
+    if len(fences) % 2:
+        fences.append(len(text))  # an unclosed fence runs to the end
+    return [(fences[i], fences[i + 1]) for i in range(0, len(fences), 2)]
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    return any(lo <= pos < hi for lo, hi in spans)
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    lo = max(0, pos - _SENTENCE_MAX_CHARS)
+    return max([text.rfind(c, lo, pos) for c in _TERMINATORS] + [lo - 1]) + 1
+
+
+def _sentence_end(text: str, pos: int) -> int:
+    end = _SENTENCE_END.search(text, pos, pos + _SENTENCE_MAX_CHARS)
+    return end.end() if end else min(len(text), pos + _SENTENCE_MAX_CHARS)
+
+
+def _quoted(text: str, sentence_start: int, pos: int) -> bool:
+    """Whether the match at ``pos`` is inside a quotation, a block quote, or reported speech."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    if text[line_start:pos].lstrip().startswith(">"):
+        return True
+    prefix = text[sentence_start:pos]
+    if sum(c in _QUOTES for c in prefix) % 2:
+        return True
+    return _REPORTED.search(prefix) is not None
+
+
+def _help_weight(text: str, sentences: list[tuple[int, int]]) -> int:
+    weight, last = 0, 0
+    for lo, hi in [*sentences, (len(text), len(text))]:
+        rest = text[last:lo]
+        weight += len(_SPACE.sub("", rest)) + 2 * len(_CJK.findall(rest))
+        last = hi
+    return weight

@@ -2,25 +2,33 @@
 
 Two rules, both on the end of the answer because that is where a loop lives:
 
-* hard (``repetition.loop``): the tail is periodic, one unit of at most 64 tokens repeated
-  at least 3 full times over at least 48 tokens; the text may stop in the middle of a copy
-  (even in the middle of a word) because the token limit cuts wherever it falls.
-* soft (``repetition.suspect``): in the last ~1000 characters of prose, more than half of the
-  4-grams are repeats and zlib compresses the text more than 2.4 times. This catches loops that
-  drift a little between copies, which the hard rule cannot see.
+* hard (``repetition.loop``, score 1.0): the tail is periodic, one unit of at most 64 tokens
+  repeated at least 3 full times over at least 48 tokens, or at least 10 times however short
+  the unit ("Diarrhea" 31 times); the text may stop in the middle of a copy (even in the
+  middle of a word) because the token limit cuts wherever it falls.
+* repeat score (``repetition.suspect``): how much of the end of the answer says again what it
+  said before, for loops the hard rule cannot see: copies that drift a word or two, a long
+  passage written twice before the token limit cut the second copy. The raw score is the
+  larger of (a) the share of the last 150 word 4-grams seen earlier in the answer and (b) the
+  run of such 4-grams that ends the answer, over 40. Its score is calibrated: the share of
+  ordinary answers (nucleus samples and human-like text, ``tests/detectors/loop_corpus.py``)
+  that score lower, so a threshold on it is a false-alarm rate (``false_alarm_rate``, default
+  0.5%; the mapping is ``REPEAT_CALIBRATION``, measured in BENCHMARKS.md).
 
-Digit runs are read as ``0`` so that a counter ("step 18, step 19") does not hide a loop. A loop
-seen only after that normalisation must be prose, and its numbers must count up or down by
-one from copy to copy: otherwise a list of measurements ("Week 1: 5 km, Week 2: 7 km") would
-look like a loop. Fenced code, markdown tables, JSON and lists of distinct bullet points repeat
-their shape by design, so the soft rule does not look at them.
+Digit runs are read as ``0`` by the hard rule only, so that a counter ("step 18, step 19")
+does not hide a loop, and a loop seen only after that normalisation must be prose whose
+numbers count up or down by one from copy to copy: otherwise a list of measurements ("Week 1:
+5 km, Week 2: 7 km") would look like a loop. The repeat score never equates two numbers, so
+car listings and stat tables, whose rows differ only in their numbers, do not repeat. Fenced
+code, markdown tables, JSON and lists of distinct bullet points repeat their shape by design,
+so the repeat score does not read them.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
-import zlib
-from collections import Counter
 from dataclasses import dataclass
 
 from ._base import Detection, SpanText, check_param, output_text_of, positive_int
@@ -37,9 +45,61 @@ _LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+(.*)")
 _SENTENCE_END = re.compile(r"[.!?。！？]+")
 _JSON_MEMBER = re.compile(r'"[^"]*"\s*:')
 _FENCE = ("```", "~~~")
+# Code and tables at the end can hide the prose before them: this much of the end is searched.
+_PROSE_SCAN_CHARS = 16_000
 
 # Below this many tokens of prose the 4-gram share is too noisy to mean anything.
 _SOFT_MIN_TOKENS = 40
+# The repeat score reads the last this many 4-grams, against everything before them in the
+# tail: a unit up to ~100 tokens long (a paragraph written twice) is seen whole.
+_SCORE_GRAMS = 150
+# A run of repeated 4-grams this long ending the answer scores 1: a passage said twice.
+_FULL_RUN_GRAMS = 40
+
+REPEAT_CALIBRATION: tuple[tuple[float, float], ...] = (
+    # (raw repeat score, share of ordinary answers scoring at least that much: the larger of
+    # the shares among 2,000 nucleus-style and among 2,000 human-like answers), measured by
+    # ``calibration(calibration_corpora())`` of tests/detectors/loop_corpus.py. The detector
+    # reads it as a step function; tests/detectors/test_repetition_calibration.py checks it
+    # is still what the corpora give.
+    (0.00, 1.0),
+    (0.01, 0.9480),
+    (0.02, 0.9120),
+    (0.03, 0.8335),
+    (0.04, 0.7730),
+    (0.05, 0.6705),
+    (0.06, 0.5665),
+    (0.07, 0.4405),
+    (0.08, 0.3505),
+    (0.09, 0.2530),
+    (0.10, 0.1965),
+    (0.11, 0.1180),
+    (0.12, 0.0875),
+    (0.13, 0.0730),
+    (0.14, 0.0675),
+    (0.15, 0.0595),
+    (0.16, 0.0565),
+    (0.17, 0.0520),
+    (0.18, 0.0460),
+    (0.19, 0.0425),
+    (0.20, 0.0385),
+    (0.21, 0.0345),
+    (0.22, 0.0305),
+    (0.23, 0.0255),
+    (0.24, 0.0235),
+    (0.25, 0.0200),
+    (0.26, 0.0170),
+    (0.27, 0.0100),
+    (0.28, 0.0065),
+    (0.29, 0.0030),
+    (0.30, 0.0030),
+    (0.31, 0.0025),
+    (0.32, 0.0020),
+    (0.33, 0.0010),
+    (0.34, 0.0005),
+    (0.35, 0.0000),
+)
+"""Raw repeat score to false-alarm rate, for ``false_alarm_rate`` and the detection score."""
 # A counter needs this many digits at most; it also keeps int() away from huge digit runs.
 _COUNTER_MAX_DIGITS = 12
 
@@ -58,18 +118,18 @@ class RepetitionDetector:
         max_unit_tokens: the longest repeating unit the hard rule looks for.
         min_copies: how many full copies make a loop.
         min_loop_tokens: how many tokens the loop must cover.
-        tail_chars: how much of the end of the answer the hard rule reads; 3 copies of a
+        many_copies: how many copies make a loop whatever its length in tokens.
+        tail_chars: how much of the end of the answer both rules read; 3 copies of a
             64-token unit fit in the default.
-        soft_window_chars: how much trailing prose the soft rule reads.
-        soft_ngram_share: the repeated 4-gram share the soft rule must exceed.
-        soft_compression_ratio: the zlib ratio the soft rule must exceed.
+        false_alarm_rate: the share of ordinary answers the repeat score may flag (see
+            ``REPEAT_CALIBRATION``): 0.005 flags 0.5% of them at most.
 
     Pure CPU on a bounded tail of the text: safe to share between threads, never raises
     from ``detect``.
     """
 
     name = "repetition"
-    version = "1.0"
+    version = "2.0"
 
     def __init__(
         self,
@@ -77,40 +137,38 @@ class RepetitionDetector:
         max_unit_tokens: int = 64,
         min_copies: int = 3,
         min_loop_tokens: int = 48,
+        many_copies: int = 10,
         tail_chars: int = 2400,
-        soft_window_chars: int = 1000,
-        soft_ngram_share: float = 0.5,
-        soft_compression_ratio: float = 2.4,
+        false_alarm_rate: float = 0.005,
     ) -> None:
         owner = type(self).__name__
         for pname, value in (
             ("max_unit_tokens", max_unit_tokens),
             ("min_copies", min_copies),
             ("min_loop_tokens", min_loop_tokens),
+            ("many_copies", many_copies),
             ("tail_chars", tail_chars),
-            ("soft_window_chars", soft_window_chars),
         ):
             check_param(owner, pname, value, positive_int(value), "a positive int")
         check_param(
             owner, "min_copies", min_copies, min_copies >= 2, "an int of at least 2"
         )
         check_param(
-            owner, "soft_ngram_share", soft_ngram_share,
-            isinstance(soft_ngram_share, (int, float)) and 0 <= soft_ngram_share < 1,
-            "a number in [0, 1)",
-        )
-        check_param(
-            owner, "soft_compression_ratio", soft_compression_ratio,
-            isinstance(soft_compression_ratio, (int, float)) and soft_compression_ratio > 0,
-            "a positive number",
+            owner, "false_alarm_rate", false_alarm_rate,
+            isinstance(false_alarm_rate, (int, float)) and 0 < false_alarm_rate <= 1,
+            "a number in (0, 1]",
         )
         self.max_unit_tokens = max_unit_tokens
         self.min_copies = min_copies
         self.min_loop_tokens = min_loop_tokens
+        self.many_copies = many_copies
         self.tail_chars = tail_chars
-        self.soft_window_chars = soft_window_chars
-        self.soft_ngram_share = soft_ngram_share
-        self.soft_compression_ratio = soft_compression_ratio
+        self.false_alarm_rate = false_alarm_rate
+
+    @property
+    def threshold(self) -> float:
+        """The raw repeat score at which ``false_alarm_rate`` is reached (``REPEAT_CALIBRATION``)."""
+        return repeat_threshold(self.false_alarm_rate)
 
     def detect(self, span: SpanText) -> list[Detection]:
         """Return one ``repetition.loop`` or ``repetition.suspect`` detection, or nothing."""
@@ -122,15 +180,15 @@ class RepetitionDetector:
             return [loop]
         if span.expect_json:
             return []
-        prose = _prose_tail(text, self.soft_window_chars)
-        # A short answer of plain prose is its own tail: tokenise it once, not twice.
-        suspect = self._soft(prose, raw_tokens if prose == window else _tokens(prose))
+        prose = _prose_tail(text, self.tail_chars)
+        # A tail of plain prose is its own prose tail: tokenise it once, not twice.
+        suspect = self._soft(raw_tokens if prose == window else _tokens(prose))
         return [suspect] if suspect is not None else []
 
     # -- hard rule ---------------------------------------------------------------------------
 
     def _hard(self, text: str, window: str, raw_tokens: list[str], expect_json: bool) -> Detection | None:
-        if len(raw_tokens) < self.min_loop_tokens:
+        if len(raw_tokens) < min(self.min_loop_tokens, self.many_copies):
             return None
         loop = self._periodic_tail(raw_tokens, None)
         if loop is None and not expect_json and _counters_allowed(text, window):
@@ -160,7 +218,9 @@ class RepetitionDetector:
             candidates = [p for p in range(1, longest + 1) if tokens[end - 1 - p] == last]
             for period in candidates:
                 covered = _periodic_run(tokens, end, period) + period
-                if covered < self.min_copies * period or covered < self.min_loop_tokens:
+                if covered < self.min_copies * period:
+                    continue
+                if covered < self.min_loop_tokens and covered < self.many_copies * period:
                     continue
                 loop = _Loop(start=end - covered, end=end, period=period)
                 if raw_tokens is None or _counters_only(raw_tokens, loop):
@@ -169,32 +229,66 @@ class RepetitionDetector:
 
     # -- soft rule ---------------------------------------------------------------------------
 
-    def _soft(self, prose: str, raw_tokens: list[str]) -> Detection | None:
-        tokens = _normalise(raw_tokens)
-        if len(tokens) < _SOFT_MIN_TOKENS:
+    def _soft(self, raw_tokens: list[str]) -> Detection | None:
+        found = _repeats(raw_tokens)
+        if found is None or found[0] < repeat_threshold(self.false_alarm_rate):
             return None
-        # After digit normalisation a run of numbers is "0 , 0 , 0": its 4-grams repeat
-        # without anything being said twice, so only 4-grams with a word in them count.
-        # (isalpha() first: C-speed, and a token it accepts always has a letter.)
-        wordy = {token for token in set(tokens) if token.isalpha() or _LETTER.search(token)}
-        grams = [
-            gram
-            for gram in zip(tokens, tokens[1:], tokens[2:], tokens[3:], strict=False)
-            if gram[0] in wordy or gram[1] in wordy or gram[2] in wordy or gram[3] in wordy
-        ]
-        if len(grams) < _SOFT_MIN_TOKENS:
-            return None
-        counts = Counter(grams)
-        share = 1.0 - len(counts) / len(grams)
-        if share <= self.soft_ngram_share:
-            return None
-        raw = prose.encode("utf-8", "surrogatepass")
-        ratio = len(raw) / len(zlib.compress(raw))
-        if ratio <= self.soft_compression_ratio:
-            return None
-        return Detection(
-            self.name, self.version, "repetition.suspect", share, _most_repeated(tokens)
-        )
+        raw, last = found
+        score = 1.0 - false_alarm_rate_of(raw)
+        # The repeated words that come last, with the dozen before them: what is said again.
+        evidence = " ".join(raw_tokens[max(0, last - 12) : last + 4])
+        return Detection(self.name, self.version, "repetition.suspect", score, evidence)
+
+
+def repeat_score(tokens: list[str]) -> float | None:
+    """The raw repeat score of a tail's tokens (see the module docstring), None when too short.
+
+    Linear in the number of tokens, every pass at C speed (``zip``, ``map``, one dictionary).
+    """
+    found = _repeats(tokens)
+    return None if found is None else found[0]
+
+
+def _repeats(tokens: list[str]) -> tuple[float, int] | None:
+    """The raw repeat score, and the index of the last repeated 4-gram (-1 if none)."""
+    if len(tokens) < _SOFT_MIN_TOKENS:
+        return None
+    # A token with a digit stands for itself alone (its position), so two numbers never
+    # match: rows of listings and tables differ in their numbers, and stay different.
+    numbers = {token for token in set(tokens) if not token.isalpha() and _DIGITS.search(token)}
+    keyed: list[object] = list(tokens)
+    if numbers:
+        keyed = [i if token in numbers else token for i, token in enumerate(tokens)]
+    grams = list(zip(keyed, keyed[1:], keyed[2:], keyed[3:], strict=False))
+    # Built from the end, so each 4-gram keeps the place of its first occurrence.
+    first = dict(zip(reversed(grams), range(len(grams) - 1, -1, -1), strict=True))
+    start = max(0, len(grams) - _SCORE_GRAMS)
+    repeated = list(map(operator.lt, map(first.__getitem__, grams[start:]), range(start, len(grams))))
+    share = sum(repeated) / len(repeated)
+    last = start + len(repeated) - 1 - repeated[::-1].index(True) if True in repeated else -1
+    # The last gram may hold a word the token limit cut in half.
+    if repeated and not repeated[-1]:
+        repeated.pop()
+    run = repeated[::-1].index(False) if False in repeated else len(repeated)
+    return max(share, min(1.0, run / _FULL_RUN_GRAMS)), last
+
+
+def false_alarm_rate_of(raw_score: float) -> float:
+    """The share of ordinary answers whose raw repeat score is at least ``raw_score``."""
+    rate = 1.0
+    for threshold, share in REPEAT_CALIBRATION:
+        if raw_score >= threshold:
+            rate = share
+    return rate
+
+
+@functools.lru_cache(maxsize=64)
+def repeat_threshold(false_alarm_rate: float) -> float:
+    """The lowest raw repeat score whose false-alarm rate is at most ``false_alarm_rate``."""
+    for threshold, share in REPEAT_CALIBRATION:
+        if share <= false_alarm_rate:
+            return threshold
+    return float("inf")
 
 
 def _tokens(text: str) -> list[str]:
@@ -321,9 +415,7 @@ def _prose_tail(text: str, limit: int) -> str:
     head = text.lstrip()[:1]
     if head in ("{", "["):
         return ""  # the whole answer is JSON (or an attempt at it)
-    # Code and tables at the end can hide the prose before them; reading a bounded multiple
-    # of the window keeps huge answers cheap.
-    scan_from = max(0, len(text) - 16 * limit)
+    scan_from = max(0, len(text) - _PROSE_SCAN_CHARS)
     in_fence = text.count("```", 0, scan_from) % 2 == 1
     seen_items: set[str] = set()
     kept: list[str] = []
@@ -348,14 +440,3 @@ def _prose_tail(text: str, limit: int) -> str:
                 continue
         kept.append(line)
     return "".join(kept)[-limit:]
-
-
-def _most_repeated(tokens: list[str]) -> str:
-    """The longest frequently repeated phrase, as evidence for the soft rule."""
-    for size in (16, 8, 4):
-        grams = Counter(zip(*(tokens[i:] for i in range(size)), strict=False))
-        if grams:
-            gram, count = grams.most_common(1)[0]
-            if count >= 2 or size == 4:
-                return " ".join(gram)
-    return ""

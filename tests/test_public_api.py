@@ -53,10 +53,12 @@ EXPECTED = {
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",
-        "DriftReport", "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
+        "DriftReport", "FINISH_REASON_KINDS", "FINISH_REASON_SPELLINGS",
+        "FeatureShift", "InlineDetector", "JsonDetector", "LLMCall", "MessagePart", "NotFittedError",
         "NumericDriftDetector", "RefusalDetector", "RepetitionDetector", "SchemaCheck", "SpanFinding", "SpanText",
         "TermShift", "TextDriftDetector", "TextDriftReport", "TruncationDetector", "WindowedRun",
-        "WindowedRunner", "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "row_time_day",
+        "WindowedRunner", "finish_reason_kind",
+        "inline_failure_count", "messages_text", "parse_messages", "prompt_hash", "row_time_day",
         "row_time_ns", "row_time_text", "run_inline", "schema_check", "usd_text",
     ],
 }

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from infersight.detectors import row_time_ns
+from infersight.detectors import FINISH_REASON_SPELLINGS, row_time_ns
 from infersight.sdk import classify_error, semconv
 
 from ..store import LLM, kind_of, operation_of
@@ -57,7 +57,7 @@ _CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
 # Finish reasons as providers (and the SDK) write them: OpenLLMetry writes OpenAI's "tool_calls"
 # and "function_call" as the output-message enum's "tool_call", so one question (how many answers
 # asked for a tool) would otherwise have two answers.
-_FINISH_REASON_ALIASES = {"tool_call": "tool_calls", "function_call": "tool_calls"}
+_FINISH_REASON_ALIASES = FINISH_REASON_SPELLINGS
 _SCALAR_PARAMETERS = {
     "temperature": semconv.REQUEST_TEMPERATURE, "top_p": semconv.REQUEST_TOP_P,
     "max_tokens": semconv.REQUEST_MAX_TOKENS, "max_completion_tokens": semconv.REQUEST_MAX_TOKENS,

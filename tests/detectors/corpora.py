@@ -366,7 +366,9 @@ _SENTENCES = [
 
 
 def _prose(rng: random.Random, sentences: int) -> str:
-    return " ".join(rng.choice(_SENTENCES) for _ in range(sentences))
+    # Distinct sentences: an answer that says the same sentence twice is what the repetition
+    # detector looks for, not an ordinary answer.
+    return " ".join(rng.sample(_SENTENCES, min(sentences, len(_SENTENCES))))
 
 
 def inline_corpus(seed: int) -> dict[str, list[tuple[SpanText, bool]]]:
@@ -441,7 +443,7 @@ def inline_corpus(seed: int) -> dict[str, list[tuple[SpanText, bool]]]:
 _INLINE: dict[str, Callable[[SpanText], bool]] = {
     "repetition": lambda s: bool(RepetitionDetector().detect(s)),
     "json": lambda s: bool(JsonDetector().detect(s)),
-    "refusal": lambda s: any(d.label == "refusal.phrase" for d in RefusalDetector().detect(s)),
+    "refusal": lambda s: any(d.label in ("refusal.phrase", "refusal.partial") for d in RefusalDetector().detect(s)),
 }
 
 _INLINE_CORPUS = {
@@ -471,3 +473,53 @@ def report(*, quick: bool = True) -> list[Score]:
     if quick:
         return [numeric_scores(4, 3), text_scores(1, 2), loop_scores(2, 60), stuffing_scores(2), *inline_scores()]
     return [numeric_scores(40, 10), text_scores(10, 5), loop_scores(10, 120), stuffing_scores(10), *inline_scores()]
+
+
+# -- refusals on the hand-written hard set ------------------------------------------------------------
+
+
+def refusal_verdicts(cases: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """(language, truth, what the detector said: ``refusal``, ``partial`` or ``none``) per case."""
+    detector = RefusalDetector()
+    out = []
+    for lang, truth, text in cases:
+        labels = {d.label for d in detector.detect(SpanText(output_text=text))}
+        said = "partial" if "refusal.partial" in labels else "refusal" if "refusal.phrase" in labels else "none"
+        out.append((lang, truth, said))
+    return out
+
+
+def refusal_scores(cases: list[tuple[str, str, str]], name: str) -> list[Score]:
+    """Per language and overall: a refusal, whole or partial, found or not; the note counts the
+    partial refusals labelled as such."""
+    verdicts = refusal_verdicts(cases)
+    out = []
+    for lang in [*sorted({v[0] for v in verdicts}), "all"]:
+        mine = [v for v in verdicts if lang in ("all", v[0])]
+        tp = sum(1 for _, truth, said in mine if truth != "none" and said != "none")
+        fn = sum(1 for _, truth, said in mine if truth != "none" and said == "none")
+        fp = sum(1 for _, truth, said in mine if truth == "none" and said != "none")
+        tn = sum(1 for _, truth, said in mine if truth == "none" and said == "none")
+        partial = [said for _, truth, said in mine if truth == "partial"]
+        out.append(Score(f"refusal ({lang})", name, "answer", tp, fp, fn, tn,
+                         f"partial labelled partial: {partial.count('partial')}/{len(partial)}"))
+    return out
+
+
+# -- repetition on generated continuations ------------------------------------------------------------
+
+
+def repetition_scores(n: int = 1000, seed: int = 0) -> list[Score]:
+    """Loops flagged among greedy and beam continuations; false alarms among nucleus-style and
+    human-like text (tests/detectors/loop_corpus.py), per corpus, at the default threshold."""
+    from .loop_corpus import corpora
+
+    detector = RepetitionDetector()
+    out = []
+    for name, texts in corpora(n, seed).items():
+        flagged = sum(1 for t in texts if detector.detect(SpanText(output_text=t)))
+        if name in ("greedy", "beam"):
+            out.append(Score("repetition", f"{name} continuations (loops)", "answer", flagged, 0, n - flagged, 0))
+        else:
+            out.append(Score("repetition", f"{name} text (no loops)", "answer", 0, flagged, 0, n - flagged))
+    return out

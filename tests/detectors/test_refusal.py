@@ -102,13 +102,52 @@ def test_ordinary_answers_are_not_refusals(text):
     assert labels(SpanText(output_text=text)) == []
 
 
-def test_a_refusal_deep_inside_a_helpful_answer_is_not_reported():
+def test_a_refusal_after_a_helpful_answer_is_a_partial_refusal():
     text = "Here is the migration plan you asked for. " * 10 + "I'm sorry, but I can't help with that."
+    [found] = detector.detect(SpanText(output_text=text))
+    assert (found.label, found.score, found.evidence) == (
+        "refusal.partial", 0.6, "I'm sorry, but I can't help with that."
+    )
+
+
+def test_a_long_answer_opening_with_a_refusal_is_a_partial_refusal():
+    text = "I can't provide legal advice, but here is how the statute is usually read. " + "x " * 400
+    [found] = detector.detect(SpanText(output_text=text))
+    assert found.label == "refusal.partial"
+    assert found.score == 0.6
+
+
+def test_a_refusal_after_code_is_partial_whatever_its_length():
+    text = "```python\nprint('hi')\n```\nI won't help with the part that disables the licence check."
+    [found] = detector.detect(SpanText(output_text=text))
+    assert found.label == "refusal.partial"
+    assert found.evidence == "I won't help with the part that disables the licence check."
+
+
+@pytest.mark.parametrize("text", [
+    "\"I'm sorry, but I can't help with that.\" is what users see when the filter fires.",
+    "> I cannot help with that request.\n\nThat reply comes from the moderation layer.",
+    "The bot replies: I can't help with that. Grant the role to fix it.",
+    "```\nassert reply == \"I can't help with that.\"\n```\nThe test pins the refusal text.",
+])
+def test_a_quoted_or_cited_refusal_is_not_one(text):
     assert labels(SpanText(output_text=text)) == []
 
 
-def test_a_long_answer_opening_with_a_refusal_scores_lower():
-    text = "I can't provide legal advice, but here is how the statute is usually read. " + "x " * 400
-    [found] = detector.detect(SpanText(output_text=text))
-    assert found.label == "refusal.phrase"
-    assert found.score == 0.6
+def test_the_whole_answer_is_read_in_linear_time():
+    # A baseline measured in the same test: 64 times the text may cost at most 64 times as
+    # much, with a generous margin, whatever the machine's speed.
+    import time
+
+    unit = "Я не могу не отметить, что это не так. I can't believe it. No puedo creer. "
+    def cost(text: str) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            detector.detect(SpanText(output_text=text))
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    small, large = cost(unit * 64), cost(unit * 64 * 64)
+    assert large < small * 64 * 4
+    assert labels(SpanText(output_text=unit * 4096 + "Sorry, I can't do that.")) == ["refusal.partial"]

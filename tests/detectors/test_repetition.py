@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from infersight.detectors import RepetitionDetector, SpanText
 from infersight.detectors._repetition import _TOKEN, _tokens
 
+from .loop_corpus import prose
 from .texts import NORMAL_TEXTS, PROSE
 
 detector = RepetitionDetector()
@@ -51,14 +52,26 @@ def test_catches_a_chinese_loop():
     assert labels(text) == ["repetition.loop"]
 
 
-def test_two_copies_are_not_a_loop():
-    # 2 copies of a 31-token unit cover 62 tokens, above the 48-token floor: copies decide.
+def test_a_long_passage_said_twice_is_suspect_and_three_times_a_loop():
+    # 2 copies of a 31-token unit: the second one ends the answer, a passage said twice.
     long_unit = (
         "The deployment failed because the health check timed out after thirty seconds, "
         "so the orchestrator restarted the container. "
     )
-    assert labels(LEAD + long_unit * 2) == []
+    [found] = detector.detect(SpanText(output_text=LEAD + long_unit * 2))
+    assert found.label == "repetition.suspect"
+    assert found.score >= 0.995
     assert labels(LEAD + long_unit * 3) == ["repetition.loop"]
+
+
+def test_a_short_unit_repeated_many_times_is_a_loop_under_48_tokens():
+    for word, sep in (("Diarrhea", "\n"), ("Advertisement", "\n\n"), ("Read more", " ")):
+        [found] = detector.detect(SpanText(output_text=LEAD + sep.join([word] * 12)))
+        assert (found.label, found.evidence) == ("repetition.loop", word)
+
+
+def test_nine_copies_of_a_short_unit_are_not_a_loop():
+    assert labels("Ha! " * 9) == []
 
 
 def test_a_short_repetition_is_not_a_loop():
@@ -124,14 +137,14 @@ def test_json_output_is_left_to_the_hard_rule():
 
 def test_reads_only_the_tail_of_a_huge_answer():
     # A loop early in a long answer is not at the end, so it is not the answer's failure mode.
-    assert labels(UNIT * 50 + PROSE * 30) == []
+    assert labels(UNIT * 50 + prose(random.Random(4), 400)) == []
 
 
 def test_rejects_bad_parameters_with_a_clear_message():
     with pytest.raises(ValueError, match="'max_unit_tokens' parameter of RepetitionDetector"):
         RepetitionDetector(max_unit_tokens=0)
-    with pytest.raises(ValueError, match="'soft_ngram_share'"):
-        RepetitionDetector(soft_ngram_share=1.5)
+    with pytest.raises(ValueError, match="'false_alarm_rate'"):
+        RepetitionDetector(false_alarm_rate=0)
 
 
 # The fast tokeniser must see exactly the tokens of the reference regex, or the loop rules
