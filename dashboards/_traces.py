@@ -201,6 +201,10 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         span["offset_s"] = (span["start_ns"] - begin) / NS
         span["detections"] = per_span_detections.get(span["span_id"], [])
         span["judge_scores"] = per_span_scores.get(span["span_id"], [])
+        # The counted span of a call this one repeats (in another trace when the pair spans two).
+        counted = span["attributes"].get("infersight.same_call_as")
+        span["same_call"] = counted and {"trace_id": span["attributes"].get("infersight.same_call_trace") or trace_id,
+                                         "span_id": counted}
     ordered = _tree_order(spans)
     return {
         "trace_id": trace_id,

@@ -164,6 +164,8 @@ PARENT_LLM_SPAN = "infersight.parent_llm_span"
 """The span id (hex) of the SDK's LLM span this one is nested in: the pair is one call."""
 SAME_CALL_AS = "infersight.same_call_as"
 """Set by the collector on the outer span of a call two instrumentations describe: the view leaves it out."""
+SAME_CALL_TRACE = "infersight.same_call_trace"
+"""Set by the collector beside ``SAME_CALL_AS`` when the counted span is in another trace (the trace id, hex)."""
 QUEUE_NAME = "infersight.queue.name"
 """The queue a queue gauge measures (a metric attribute)."""
 

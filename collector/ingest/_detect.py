@@ -25,7 +25,7 @@ from infersight.sdk import semconv
 
 from .._counters import TOO_LARGE
 from ..store import encode_rows
-from ._nesting import counted_span_id
+from ._nesting import counted_call
 
 _OUTPUT_MARK = f'"{semconv.OUTPUT_MESSAGES}"'.encode()  # as encode_rows writes the key: a cheap filter on bytes
 MAX_OUTPUT_CHARS = 1 << 20
@@ -80,11 +80,12 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     found = run_inline(span)
     if not found:
         return [], refused
+    trace_id, span_id = counted_call(row)  # one call, one set of detections: the counted row's
     common = {
         "project": project_of(row),
         "ts": row["Timestamp"],
-        "trace_id": row["TraceId"],
-        "span_id": counted_span_id(row),  # one call, one set of detections: the counted row's
+        "trace_id": trace_id,
+        "span_id": span_id,
         "service": row.get("ServiceName", ""),
         "tenant": attrs.get(semconv.TENANT, ""),
         "route": attrs.get(semconv.ROUTE, ""),
