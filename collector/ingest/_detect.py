@@ -24,7 +24,7 @@ from infersight.detectors import SpanText, messages_text, run_inline, schema_che
 from infersight.sdk import semconv
 
 from .._counters import TOO_LARGE
-from ..store import encode_rows
+from ..store import encode_rows, span_finish_reason
 from ._nesting import counted_call
 
 _OUTPUT_MARK = f'"{semconv.OUTPUT_MESSAGES}"'.encode()  # as encode_rows writes the key: a cheap filter on bytes
@@ -47,15 +47,10 @@ def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
 
 def span_text(attrs: dict[str, str]) -> SpanText:
     """What the detectors see of a span, from its attributes (GenAI conventions plus ours)."""
-    finish = attrs.get(semconv.FINISH_REASONS, "")
-    try:
-        reasons = json.loads(finish) if finish.startswith("[") else [finish]
-    except ValueError:
-        reasons = []
     schema = _schema(attrs)
     return SpanText(
         output_text=messages_text(attrs.get(semconv.OUTPUT_MESSAGES)),
-        finish_reason=str(reasons[0]) if reasons else "",
+        finish_reason=span_finish_reason(attrs),
         expect_json=attrs.get(semconv.OUTPUT_TYPE) == "json" or schema is not None,
         json_schema=schema,
         refusal_field=attrs.get(semconv.RESPONSE_REFUSAL) or None,
