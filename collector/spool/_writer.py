@@ -136,7 +136,7 @@ class SpoolWriter:
             self._landed, self._landed_as = batch.dedup_token, new.dedup_token
             self._new_spans = len(new.keys)
             self._found = self._wait(detecting) if detecting is not None else self._detections(new)
-            complete_calls(self.store, pending, self.detect)  # events stored meanwhile
+            complete_calls(self.store, pending.after_insert(self.store), self.detect)  # events stored meanwhile
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
             self.store.insert("detections", self._found, dedup_token=self._landed_as + "de")

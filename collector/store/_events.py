@@ -15,6 +15,11 @@ completes the call:
    the same after each insert, for the events stored between its join and its insert; each side
    looks after its own insert, so the second of them sees both.
 
+Only the spans of projects that stored events in the last day are looked at (a cached read,
+:class:`_ProjectsWithEvents`), and the writer looks again after its insert at the spans of a
+project whose first events were stored meanwhile (:class:`Pending`). Not covered: a project's
+first events stored by another replica within :data:`PROJECTS_TTL_S` of its span.
+
 A mutation fails on a cluster's Distributed table: there the row keeps an empty reason, and the
 readers' own join (:func:`fill_finish_reasons`: ``/api/v1/spans``, the trace page) still shows it.
 :func:`span_finish_reason` is the one reading of a span's finish reason from its attributes; the
@@ -29,7 +34,8 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Set
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -131,45 +137,70 @@ def _call_events(store: Store, project: str, traces: set[str]) -> list[dict[str,
     return store.query(_CALL_EVENTS, {"project": project, "traces": sorted(traces)}) if traces else []
 
 
-def join_events(store: Store, rows: bytes) -> tuple[bytes, set[str]]:
+@dataclass(slots=True)
+class Pending:
+    """What events stored after :func:`join_events` could still complete among the rows it saw:
+    the traces of LLM spans it left lacking, and the rows of projects not known then to send
+    events (a project's first events can be stored after the join and checked before the insert)."""
+
+    traces: set[str] = field(default_factory=set)
+    lines: list[bytes] = field(default_factory=list)
+    projects: frozenset[str] = frozenset()
+
+    def after_insert(self, store: Store) -> set[str]:
+        """The trace ids to pass to :func:`complete_calls` once the rows are inserted."""
+        try:
+            new = _with_events.of(store) - self.projects
+            late = _lacking(self.lines, new) if new else {}
+        except StoreError:  # the readers still join; complete_calls would meet the same store
+            return self.traces
+        return self.traces | {row["TraceId"] for row in late.values()}
+
+
+def join_events(store: Store, rows: bytes) -> tuple[bytes, Pending]:
     """``otel_traces`` JSONEachRow ``rows`` about to be inserted, their LLM spans completed by the
     GenAI events already stored (step 1 of the module docstring), the other rows as they were;
-    and the traces of the LLM spans that events could still complete: what to pass to
-    :func:`complete_calls` after the insert.
+    and what events could still complete after the insert (:meth:`Pending.after_insert` gives
+    the traces to pass to :func:`complete_calls` then).
 
     Blocks for one query when an LLM span of a project that sends events lacks a finish reason
     or an answer, none otherwise (but one every :data:`PROJECTS_TTL_S`). Never raises: on a
     failure ``rows`` go in as they are, to be completed after the insert."""
+    lines = rows.split(b"\n")
     try:
-        lines = rows.split(b"\n")
-        lacking = _lacking(lines, _with_events.of(store))
+        projects = frozenset(_with_events.of(store))
+        lacking = _lacking(lines, projects)
         events = _events_by_call(store, {row["TraceId"] for row in lacking.values()})
-        pending = set()
-        for i, row in lacking.items():
-            event = events.get((_project(row), row["TraceId"], row["SpanId"]))
-            completed = _completed(row["SpanAttributes"], event) if event is not None else None
-            if completed is None:
-                pending.add(row["TraceId"])
-            else:
-                lines[i] = encode_rows([{**row, "SpanAttributes": completed[0]}]).rstrip(b"\n")
-        return (b"\n".join(lines) if events else rows), pending
-    except Exception:  # the spans go in as they are; only the join is put off
-        logger.exception("joining stored GenAI events to spans before their insert failed")
-        return rows, _traces(rows)
+    except StoreError as exc:  # the insert that follows meets the same store; it retries
+        logger.debug("GenAI events not joined before the insert: %s", exc)
+        return rows, Pending(_traces(rows))
+    pending = Pending(lines=[line for line in lines if _may_lack(line)], projects=projects)
+    for i, row in lacking.items():
+        event = events.get((_project(row), row["TraceId"], row["SpanId"]))
+        completed = _completed(row["SpanAttributes"], event) if event is not None else None
+        if completed is None:
+            pending.traces.add(row["TraceId"])
+        else:
+            lines[i] = encode_rows([{**row, "SpanAttributes": completed[0]}]).rstrip(b"\n")
+    return (b"\n".join(lines) if events else rows), pending
 
 
 def _traces(rows: bytes) -> set[str]:
     return {trace.decode() for trace in _TRACE_ID.findall(rows)}
 
 
-def _lacking(lines: list[bytes], projects: set[str]) -> dict[int, dict[str, Any]]:
+def _may_lack(line: bytes) -> bool:
+    return _OPERATION_MARK in line and (_REASONS_MARK not in line or _OUTPUT_MARK not in line)
+
+
+def _lacking(lines: list[bytes], projects: Set[str]) -> dict[int, dict[str, Any]]:
     """The rows among JSONEachRow ``lines`` of LLM spans of ``projects`` that lack a finish reason
     or an answer, by line number."""
     if not projects:
         return {}
     out = {}
     for i, line in enumerate(lines):
-        if _OPERATION_MARK in line and (_REASONS_MARK not in line or _OUTPUT_MARK not in line):
+        if _may_lack(line):
             row = orjson.loads(line)
             if _project(row) in projects and kind_of(row["SpanAttributes"].get(semconv.OPERATION, "")) == LLM:
                 out[i] = row
