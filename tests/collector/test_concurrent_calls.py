@@ -351,6 +351,21 @@ def test_langchain_over_openai_without_a_request_span_is_flagged_once_per_call(c
     assert quality_rates(collector, store) == flagged_once(6)
 
 
+def test_async_langchain_calls_gathered_without_a_request_span_are_what_was_served(collector, llm, store):
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+
+    async def gathered() -> list[Any]:
+        return await asyncio.gather(*(model.ainvoke(p) for p in prompts("hi", "fail", "plan", "refund")),
+                                    return_exceptions=True)
+
+    with app(collector, "langchain", "openinference"):
+        answers = asyncio.run(gathered())
+    assert sum(isinstance(a, Exception) for a in answers) == 1
+    assert project_summary_when(collector, store, spans=8) == llm.truth() | {"llm_calls": 4, "llm_errors": 1}
+
+
 @pytest.mark.parametrize("client", ["openai-v2", "openllmetry"])
 def test_langchain_over_other_clients_without_a_request_span_is_what_was_served(collector, llm, store, client):
     from langchain_openai import ChatOpenAI
