@@ -18,7 +18,14 @@ from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
-from ._events import event_finish_reasons, fill_finish_reasons
+from ._events import (
+    complete_calls,
+    event_finish_reasons,
+    fill_finish_reasons,
+    join_events,
+    span_finish_reason,
+    span_finish_reasons,
+)
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
@@ -51,6 +58,7 @@ __all__ = [
     "check_text",
     "clickhouse_time",
     "cluster_statements",
+    "complete_calls",
     "day_or_yesterday",
     "dead_letters",
     "detections",
@@ -61,6 +69,7 @@ __all__ = [
     "held_spans",
     "histogram_sql",
     "insert_error",
+    "join_events",
     "kind_of",
     "merge_histograms",
     "operation_of",
@@ -71,6 +80,8 @@ __all__ = [
     "shown",
     "since_ns",
     "since_to_unix_ns",
+    "span_finish_reason",
+    "span_finish_reasons",
     "spend_of",
     "spend_sql",
     "statements",
