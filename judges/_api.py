@@ -33,6 +33,9 @@ from ._operations import (
 from ._panels import create_panel, list_panels
 from ._records import judge_spend, recent_scores, scores_summary
 
+# Nanosecond times are Int64 in the store: a larger one is refused here rather than wrapped there.
+_MAX_NS = 2**63 - 1
+
 router = APIRouter(prefix="/api/v1")
 
 
@@ -54,13 +57,13 @@ async def judge_scores(
 
 
 @router.get("/judge/scores")
-async def scores(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0)) -> dict[str, Any]:
+async def scores(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0, le=_MAX_NS)) -> dict[str, Any]:
     """Mean judge score per route, app version, judge model and rubric version since ``since_ns``."""
     return {"project": project, "rows": await run_in_threadpool(scores_summary, store, project, since_ns)}
 
 
 @router.get("/judge/spend")
-async def spend(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0)) -> dict[str, Any]:
+async def spend(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0, le=_MAX_NS)) -> dict[str, Any]:
     """The judge's own spend per day, model and purpose since ``since_ns``."""
     return {"project": project, "rows": await run_in_threadpool(judge_spend, store, project, since_ns)}
 
@@ -74,7 +77,7 @@ async def panels(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
 class _Panel(BaseModel):
     route: str
     size: int = Field(200, ge=1)
-    since_ns: int = Field(ge=0)
+    since_ns: int = Field(ge=0, le=_MAX_NS)
     panel_id: str | None = None
 
 
@@ -106,8 +109,8 @@ class _Judge(BaseModel):
 
 class _Run(BaseModel):
     judge: _Judge
-    since_ns: int = Field(ge=0)
-    until_ns: int = Field(ge=0)
+    since_ns: int = Field(ge=0, le=_MAX_NS)
+    until_ns: int = Field(ge=0, le=_MAX_NS)
     rubric_ids: list[str] = Field(min_length=1)
     rate: float = Field(0.02, ge=0, le=1)
     min_per_stratum: int = Field(3, ge=0)
@@ -128,7 +131,7 @@ class _Compare(BaseModel):
     baseline: str
     candidate: str
     rubric_id: str = "helpfulness"
-    since_ns: int | None = Field(None, ge=0)
+    since_ns: int | None = Field(None, ge=0, le=_MAX_NS)
     confidence: float = Field(0.95, ge=0.5, le=0.999)
     resamples: int = Field(10_000, ge=100)
     min_pairs: int = Field(10, ge=1)
