@@ -154,7 +154,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
     # describe is counted once, estimates apart, unknown never 0.
     (spend,) = store.query(
         f"SELECT {_SPEND} FROM llm_spans WHERE project = {{project:String}} AND trace_id = {{trace_id:String}}"
-        + near.replace("Timestamp", "ts"),
+        + near.replace(" Timestamp ", " ts "),
         params,
     )
     per_span_detections: dict[str, list[dict[str, Any]]] = defaultdict(list)

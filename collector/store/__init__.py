@@ -33,10 +33,12 @@ from ._money import UNPRICED, spend_of, spend_sql, usd
 from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
+from ._sessions import SESSION_COLUMNS, find_sessions, session_json, session_turns
 from ._time import clickhouse_time, day_or_yesterday, shown, since_to_unix_ns
 from ._trace_search import SORTS as TRACE_SORTS
 from ._trace_search import SPAN_COLUMNS as TRACE_SPAN_COLUMNS
 from ._trace_search import TraceSearch, find_traces
+from ._users import find_users
 
 __all__ = [
     "ChdbStore",
@@ -45,6 +47,7 @@ __all__ = [
     "KINDS",
     "LLM",
     "PENDING_DEAD_LETTERS",
+    "SESSION_COLUMNS",
     "Store",
     "StoreError",
     "TRACE_SORTS",
@@ -65,7 +68,9 @@ __all__ = [
     "encode_rows",
     "event_finish_reasons",
     "fill_finish_reasons",
+    "find_sessions",
     "find_traces",
+    "find_users",
     "held_spans",
     "histogram_sql",
     "insert_error",
@@ -77,6 +82,8 @@ __all__ = [
     "percentiles",
     "queues",
     "recent_spans",
+    "session_json",
+    "session_turns",
     "shown",
     "since_ns",
     "since_to_unix_ns",
