@@ -205,6 +205,8 @@ def test_each_role_reaches_its_routes_and_gets_403_naming_the_role_elsewhere(aut
             assert f"needs a {needed} key" in message or f"needs an {needed} key" in message, message
             assert f"this is an {role} key" in message or f"this is a {role} key" in message, message
             assert f"--role {needed}" in message
+            if needed == "ingest":  # google.rpc.Status, as OTLP wants: PERMISSION_DENIED
+                assert json.loads(answer.text)["code"] == 7
     # The read key's refused span was never stored: only the ingest and admin keys' two are.
     assert wait_for_spans(url, 2, auth_collector.headers("alpha"))["spans"] == 2
 

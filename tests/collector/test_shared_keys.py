@@ -1,17 +1,21 @@
 """Keys shared by every collector of a deployment: two collector apps on one ClickHouse server
 (tests/collector/clickhouse_http.py), each with a data directory of its own, see the same keys,
-revocations and logouts, and a key file left in a data directory keeps its keys working."""
+revocations and logouts, a key file left in a data directory keeps its keys working, and a store
+outage keeps the keys a collector last read."""
 
 from __future__ import annotations
 
+import hashlib
+import time
 import uuid
 
 import pytest
 from click.testing import CliRunner
 
 from infersight.collector._cli import main as cli
+from infersight.collector.errors import StoreError
 from infersight.collector.store import ClickHouseStore
-from infersight.collector.web import ProjectKeys, StoreKeys
+from infersight.collector.web import Authenticator, ProjectKeys, StoreKeys
 from tests import http
 from tests.conftest import LiveCollector, wait_for
 
@@ -94,3 +98,48 @@ def test_a_key_file_in_the_data_directory_is_copied_into_the_store_once(deployme
     one.stop()
     one.start()  # a restart copies nothing twice
     assert len([line for line in keys("list", "--clickhouse-url", url).splitlines() if "legacy" in line]) == 2
+
+
+class OutageStore:
+    """The real store, except that every call fails while ``down`` is set: a store outage."""
+
+    def __init__(self, store) -> None:
+        self.store, self.down = store, False
+
+    def query(self, sql, params=None):
+        if self.down:
+            raise StoreError("simulated outage")
+        return self.store.query(sql, params)
+
+    def insert(self, table, rows, *, dedup_token=None):
+        if self.down:
+            raise StoreError("simulated outage")
+        self.store.insert(table, rows, dedup_token=dedup_token)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_store_outage_keeps_the_last_keys_and_the_refresh_resumes_after_it(store):
+    outage = OutageStore(store)
+    book = StoreKeys(outage, refresh_s=0.05)
+    other = StoreKeys(store, background=False)  # another collector's CLI, on the same tables
+    try:
+        key, info = other.create(f"outage-{uuid.uuid4().hex[:8]}", role="ingest")
+        auth = Authenticator(book, cache_s=0)
+        assert wait_for(lambda: book.grant_for_hash(hash_of(key)) is not None)
+
+        outage.down = True
+        time.sleep(0.5)  # several failed refreshes
+        assert auth.project_for_authorization(f"Bearer {key}", "ingest") == info.project
+
+        other.revoke(info.prefix)
+        outage.down = False
+        assert wait_for(lambda: book.grant_for_hash(hash_of(key)) is None)
+    finally:
+        book.close()
+        other.close()
+
+
+def hash_of(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
