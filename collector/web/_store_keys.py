@@ -43,14 +43,18 @@ _SECRETS = "SELECT DISTINCT secret FROM session_secrets ORDER BY secret"
 
 @dataclass(frozen=True, slots=True)
 class _Copy:
-    """What the store held at one read."""
+    """What the store held at one read, with the active keys by hash and by display prefix."""
 
-    keys: list[StoredKey] = field(default_factory=list)
-    ended: frozenset[str] = frozenset()
-    secrets: list[bytes] = field(default_factory=list)
+    keys: list[StoredKey]
+    ended: frozenset[str]
+    secrets: list[bytes]
+    by_hash: dict[str, StoredKey] = field(init=False)
+    by_prefix: dict[str, StoredKey] = field(init=False)
 
-    def active_by_hash(self) -> dict[str, StoredKey]:
-        return {k.key_hash: k for k in self.keys if k.info.active}
+    def __post_init__(self) -> None:
+        active = [k for k in self.keys if k.info.active]
+        object.__setattr__(self, "by_hash", {k.key_hash: k for k in active})
+        object.__setattr__(self, "by_prefix", {k.info.prefix: k for k in active})
 
 
 class StoreKeys:
@@ -66,11 +70,11 @@ class StoreKeys:
         self._store = store
         self._refresh_s = refresh_s
         self._lock = threading.Lock()
+        self._ended_here: dict[str, float] = {}  # session id -> until: logouts the next read may miss
         self._copy = self._read()
         if not self._copy.secrets:
             self._insert("session_secrets", [{"secret": secrets.token_hex(32), "created_at": _time(time.time())}])
             self._copy = self._read()
-        self._by_hash = self._copy.active_by_hash()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if background:
@@ -115,26 +119,25 @@ class StoreKeys:
     def grant_for_hash(self, key_hash: str) -> Grant | None:
         # A dict lookup by SHA-256: a caller chooses keys, not hashes, so how far two hashes
         # agree tells them nothing they can steer.
-        stored = self._by_hash.get(key_hash)
+        stored = self._copy.by_hash.get(key_hash)
         return None if stored is None else Grant(stored.info.project, stored.info.role)
 
     def grant_for_session(self, prefix: str, session_id: str) -> Grant | None:
         copy = self._copy
-        if session_id in copy.ended:
+        stored = copy.by_prefix.get(prefix)
+        if stored is None or session_id in copy.ended:
             return None
-        for stored in copy.keys:
-            if stored.info.prefix == prefix and stored.info.active:
-                return Grant(stored.info.project, stored.info.role)
-        return None
+        return Grant(stored.info.project, stored.info.role)
 
     def end_session(self, session_id: str, until_s: float, *, now_s: float | None = None) -> None:
         self._insert("ended_sessions", [{"session_id": session_id, "until": _time(until_s)}])
         with self._lock:
+            self._ended_here[session_id] = until_s
             copy = self._copy
             self._copy = _Copy(copy.keys, copy.ended | {session_id}, copy.secrets)
 
     def has_active_keys(self) -> bool:
-        return bool(self._by_hash)
+        return bool(self._copy.by_hash)
 
     def session_secrets(self) -> builtins.list[bytes]:
         return self._copy.secrets
@@ -167,11 +170,14 @@ class StoreKeys:
 
     def _refresh(self) -> _Copy:
         copy = self._read()
+        now = time.time()
         with self._lock:
-            # a logout recorded here since the read began stays ended
-            copy = _Copy(copy.keys, copy.ended | self._copy.ended, copy.secrets)
+            # A logout recorded here while the read ran stays ended; once the store's copy has
+            # it, or its cookie has expired, it need not be remembered here any more.
+            self._ended_here = {s: until for s, until in self._ended_here.items()
+                                if until > now and s not in copy.ended}
+            copy = _Copy(copy.keys, copy.ended | self._ended_here.keys(), copy.secrets)
             self._copy = copy
-            self._by_hash = copy.active_by_hash()
         return copy
 
     def _read(self) -> _Copy:
