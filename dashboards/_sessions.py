@@ -25,7 +25,7 @@ from infersight.collector.store import (
     session_json,
     session_turns,
 )
-from infersight.collector.web import ApiProjectDep, AuthenticatorDep, PageProjectDep, StoreDep
+from infersight.collector.web import AuthenticatorDep, PageProjectDep, ReadProjectDep, StoreDep
 
 from ._filters import DIMENSIONS, RANGES, View, check_value, view_from_since, view_from_window
 from ._queries import options, window
@@ -161,7 +161,7 @@ _LIMIT = Query(PAGE_LIMIT, ge=1, le=PAGE_MAX)
 
 @router.get("/api/v1/sessions")
 async def sessions_api(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
+    store: StoreDep, project: ReadProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
     user: str | None = None, cursor: str | None = _CURSOR, limit: int = _LIMIT,
 ) -> dict[str, Any]:
@@ -174,7 +174,7 @@ async def sessions_api(
 
 @router.get("/api/v1/sessions/{session_id:path}")
 async def session_api(
-    store: StoreDep, project: ApiProjectDep, session_id: str, since: str = "24h", start: str | None = None,
+    store: StoreDep, project: ReadProjectDep, session_id: str, since: str = "24h", start: str | None = None,
     end: str | None = None,
 ) -> dict[str, Any]:
     """One session's totals and its turns in time order, each with its input and output text."""
@@ -187,7 +187,7 @@ async def session_api(
 
 @router.get("/api/v1/users")
 async def users_api(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
+    store: StoreDep, project: ReadProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
     user: str | None = None, cursor: str | None = _CURSOR, limit: int = _LIMIT,
 ) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from . import _otlp, _otlp_logs, _otlp_metrics
 from ._decode import Decoder
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
-_RPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3}
+_RPC_CODE = {400: 3, 401: 16, 403: 7, 408: 4, 413: 8, 415: 3}
 _UNAVAILABLE = 14
 RETRY_AFTER_S = 5
 
