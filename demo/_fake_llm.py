@@ -14,11 +14,16 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
-_WORDS = [
-    "the", "answer", "depends", "on", "your", "plan", "and", "region", "so", "please", "check",
-    "the", "billing", "page", "first", "then", "contact", "support", "if", "the", "invoice",
-    "still", "looks", "wrong", "we", "can", "refund", "duplicate", "charges", "quickly",
-]
+# An answer's text is the first words of this paragraph: no phrase in it recurs, so an ordinary
+# answer never reads as a repetition (a 30-word cycle said twice in 60 words did).
+_ANSWER = (
+    "The answer depends on your plan and region, so please check the billing page first. If the "
+    "invoice still looks wrong, contact support with its number and we can refund duplicate charges "
+    "quickly. Annual subscriptions renew on the date shown under account settings, while monthly ones "
+    "follow each purchase. Taxes vary by country; receipts list them separately. Most refunds reach "
+    "cards within five business days, although some banks take longer."
+)
+_WORDS = _ANSWER.split(" ")
 
 
 class FakeLLM:
@@ -134,7 +139,7 @@ class FakeLLM:
         model = str(request.get("model", "gpt-4o-mini"))
         messages = request.get("messages") or []
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict)) + 7
-        text = " ".join(_WORDS[i % len(_WORDS)] for i in range(length))
+        text = " ".join(_WORDS[:length])
         finish = "stop"
         wants_json = (request.get("response_format") or {}).get("type") in ("json_object", "json_schema")
         if wants_json:

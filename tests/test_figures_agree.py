@@ -15,6 +15,7 @@ unknown (null, "–", "unpriced"), never 0, and the same money as the same numbe
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import random
@@ -410,7 +411,12 @@ def _check_traces(client: TestClient, ref: dict[str, Any]) -> None:
     assert sum(t["llm_calls"] for t in traces) == ref["llm_calls"]
     for shown in traces:
         _same_spend(shown, ref["traces"][shown["trace_id"]], shown["trace_id"])
-    page = client.get("/traces", params={"range": "24h"}).text
+    page, url = "", "/traces?range=24h"
+    while url:  # every page of the list, through its "next" links
+        shown_page = client.get(url).text
+        page += shown_page
+        link = re.search(r'id="next-page" href="([^"]+)"', shown_page)
+        url = "/traces" + html.unescape(link.group(1)) if link else ""
     assert '<td class="num">$0</td>' not in page and ">0 / 0<" not in page
     for trace_id, expected in ref["traces"].items():  # unknown reads unknown, never 0 or blank
         row = re.search(rf'href="/traces/{trace_id}[^"]*".*?</tr>', page, re.S)
