@@ -19,6 +19,15 @@ from ._chdb import ChdbStore
 from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
 from ._events import event_finish_reasons, fill_finish_reasons
+from ._feedback import KINDS as FEEDBACK_KINDS
+from ._feedback import (
+    feedback_rows,
+    feedback_series,
+    insert_feedback,
+    negative_feedback_traces,
+    thumbs_by_trace,
+    trace_feedback,
+)
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
@@ -35,6 +44,7 @@ __all__ = [
     "ChdbStore",
     "ClickHouseStore",
     "DataDirLocked",
+    "FEEDBACK_KINDS",
     "KINDS",
     "LLM",
     "PENDING_DEAD_LETTERS",
@@ -56,13 +66,17 @@ __all__ = [
     "detections",
     "encode_rows",
     "event_finish_reasons",
+    "feedback_rows",
+    "feedback_series",
     "fill_finish_reasons",
     "find_traces",
     "held_spans",
     "histogram_sql",
     "insert_error",
+    "insert_feedback",
     "kind_of",
     "merge_histograms",
+    "negative_feedback_traces",
     "operation_of",
     "operations_of",
     "percentiles",
@@ -75,6 +89,8 @@ __all__ = [
     "spend_sql",
     "statements",
     "summary",
+    "thumbs_by_trace",
+    "trace_feedback",
     "usd",
     "usd_text",
 ]
