@@ -6,7 +6,8 @@ caller's project, the origin checks of routes that change state, the security he
 error answers (:class:`ErrorPages` brings the pages of whoever serves them) and the body drain;
 and the CLI's way to a data directory: its store, or the collector that owns it
 (:func:`store_or_collector`).
-Its own routes are the shared read API over the store and the spool (``api_router``) and the
+Its own routes are the shared read API over the store and the spool (``api_router``), apps'
+feedback on traces (``feedback_router``) and the
 collector's health in Prometheus text (``metrics_router``). The app factory mounts them all.
 """
 
@@ -25,6 +26,7 @@ from ._client import (
 )
 from ._deps import ApiProjectDep, AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep, key_project
 from ._error_pages import ErrorPages
+from ._feedback import router as feedback_router
 from ._keys import ProjectKeys
 from ._metrics import router as metrics_router
 from ._origin import NotCrossSiteDep, SameOriginDep
@@ -51,6 +53,7 @@ __all__ = [
     "api_router",
     "collector_url",
     "error_handlers",
+    "feedback_router",
     "key_project",
     "metrics_router",
     "record_collector_url",
