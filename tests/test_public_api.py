@@ -9,7 +9,8 @@ from infersight.collector import alerts, ingest, spool, store, web
 
 EXPECTED = {
     sdk: [
-        "classify_error", "cost_usd", "failure_count", "force_flush", "init", "initialised", "mark_cache_hit",
+        "classify_error", "cost_usd", "current_trace_id", "failure_count", "feedback", "force_flush", "init",
+        "initialised", "mark_cache_hit",
         "mark_fallback", "mark_retry", "mark_started", "redact_builtin", "request", "shutdown", "span",
         "tenant", "traced_llm", "traced_rerank", "traced_retrieval", "watch_queue",
     ],
