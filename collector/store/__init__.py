@@ -19,15 +19,16 @@ from ._chdb import ChdbStore
 from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
 from ._events import event_finish_reasons, fill_finish_reasons
-from ._feedback import KINDS as FEEDBACK_KINDS
 from ._feedback import (
+    JUDGE_PASS_SCORE,
+    feedback_judge_agreement,
     feedback_rows,
     feedback_series,
     insert_feedback,
     negative_feedback_traces,
-    thumbs_by_trace,
     trace_feedback,
 )
+from ._feedback import KINDS as FEEDBACK_KINDS
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
@@ -45,6 +46,7 @@ __all__ = [
     "ClickHouseStore",
     "DataDirLocked",
     "FEEDBACK_KINDS",
+    "JUDGE_PASS_SCORE",
     "KINDS",
     "LLM",
     "PENDING_DEAD_LETTERS",
@@ -66,6 +68,7 @@ __all__ = [
     "detections",
     "encode_rows",
     "event_finish_reasons",
+    "feedback_judge_agreement",
     "feedback_rows",
     "feedback_series",
     "fill_finish_reasons",
@@ -89,7 +92,6 @@ __all__ = [
     "spend_sql",
     "statements",
     "summary",
-    "thumbs_by_trace",
     "trace_feedback",
     "usd",
     "usd_text",

@@ -189,15 +189,44 @@ def negative_feedback_traces(store: Store, project: str, start_ns: int, end_ns: 
     return [row["trace_id"] for row in rows]
 
 
-def thumbs_by_trace(store: Store, project: str, start_ns: int, end_ns: int) -> dict[tuple[str, str], float]:
-    """Per (trace id, feedback name), the share of thumbs up among ``project``'s thumbs on that
-    trace between the two times: what the Quality page sets against judge verdicts."""
-    rows = store.query(
-        "SELECT trace_id, name, avg(value) AS up_share FROM"
-        " (SELECT * FROM feedback WHERE project = {project:String} AND kind = {thumbs:String}"
-        " AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})"
-        " ORDER BY ts DESC LIMIT 1 BY id) GROUP BY trace_id, name",
-        {"project": project, "start": start_ns, "end": end_ns, "thumbs": THUMBS},
-    )
-    return {(row["trace_id"], row["name"]): float(row["up_share"]) for row in rows}
+JUDGE_PASS_SCORE = 3  # on the judges' 1..5 scale; 2 and below is "bad" on the Quality page
+_JUDGE_LEAD_NS = 7 * 86400 * 10**9  # feedback comes after its call: judge rows up to a week older
 
+
+def feedback_judge_agreement(
+    store: Store, project: str, start_ns: int, end_ns: int, *, pass_score: int = JUDGE_PASS_SCORE
+) -> list[dict[str, Any]]:
+    """Where a trace of ``project`` got thumbs between the two times and a judge score, how the
+    user's verdict and the judge's compare, per (feedback name, judge model, rubric, version).
+
+    Like with like only: a trace's thumbs under one name are its users' verdict (the majority;
+    a tie says nothing and is left out), a judge passes the trace when its mean score there is at
+    least ``pass_score``; scores of kind ``score`` are not compared. Each row has ``traces``,
+    ``pass_up``, ``pass_down``, ``fail_up``, ``fail_down`` and ``agreement`` (the share of traces
+    where both say the same).
+    """
+    window = ("project = {project:String} AND kind = {thumbs:String}"
+              " AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})")
+    rows = store.query(
+        "SELECT f.name AS name, j.judge_model AS judge_model, j.rubric_id AS rubric_id,"
+        " j.rubric_version AS rubric_version, count() AS traces,"
+        " countIf(j.passed AND f.up) AS pass_up, countIf(j.passed AND NOT f.up) AS pass_down,"
+        " countIf(NOT j.passed AND f.up) AS fail_up, countIf(NOT j.passed AND NOT f.up) AS fail_down"
+        " FROM (SELECT trace_id, name, avg(value) > 0.5 AS up FROM"
+        f" (SELECT * FROM feedback WHERE {window} ORDER BY ts DESC LIMIT 1 BY id)"
+        " GROUP BY trace_id, name HAVING avg(value) != 0.5) AS f"
+        " INNER JOIN (SELECT trace_id, judge_model, rubric_id, rubric_version, avg(score) >= {pass:Float64} AS passed"
+        " FROM judge_scores WHERE project = {project:String}"
+        " AND ts >= fromUnixTimestamp64Nano({judged_from:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})"
+        f" AND trace_id IN (SELECT trace_id FROM feedback WHERE {window})"
+        " GROUP BY trace_id, judge_model, rubric_id, rubric_version) AS j ON f.trace_id = j.trace_id"
+        " GROUP BY name, judge_model, rubric_id, rubric_version"
+        " ORDER BY name, judge_model, rubric_id, rubric_version",
+        {"project": project, "thumbs": THUMBS, "start": start_ns, "end": end_ns, "pass": float(pass_score),
+         "judged_from": max(start_ns - _JUDGE_LEAD_NS, 0)},
+    )
+    for row in rows:
+        counts = {key: int(row[key]) for key in ("traces", "pass_up", "pass_down", "fail_up", "fail_down")}
+        row.update(counts, rubric_version=int(row["rubric_version"]))
+        row["agreement"] = (counts["pass_up"] + counts["fail_down"]) / counts["traces"]
+    return rows

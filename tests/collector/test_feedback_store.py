@@ -11,11 +11,12 @@ import pytest
 from infersight.collector import BadRequest
 from infersight.collector.store import (
     ClickHouseStore,
+    encode_rows,
+    feedback_judge_agreement,
     feedback_rows,
     feedback_series,
     insert_feedback,
     negative_feedback_traces,
-    thumbs_by_trace,
     trace_feedback,
 )
 
@@ -71,7 +72,7 @@ def test_a_re_sent_id_is_shown_once(backend):
     assert len(trace_feedback(backend, p, TRACE)) == 1
 
 
-def test_series_negative_traces_and_thumbs_per_trace(backend):
+def test_series_and_negative_traces(backend):
     p = project()
     now = time.time_ns()
     hour = 3600 * NS
@@ -87,8 +88,33 @@ def test_series_negative_traces_and_thumbs_per_trace(backend):
     assert by_key[("user_feedback", "thumbs")]["mean"] == pytest.approx(2 / 3)
     assert by_key[("stars", "score")]["mean"] == 4.0 and by_key[("stars", "score")]["negative"] == 0
     assert negative_feedback_traces(backend, p, now - 2 * hour, now) == [down]
-    assert thumbs_by_trace(backend, p, now - 2 * hour, now) == {(down, "user_feedback"): 0.0,
-                                                                 (up, "user_feedback"): 1.0}
+
+
+def judge(project: str, trace_id: str, score: int, at_ns: int, rubric: str = "helpfulness") -> dict:
+    return {"project": project, "ts": f"{at_ns / NS:.9f}", "judged_at": f"{at_ns / NS:.3f}", "trace_id": trace_id,
+            "span_id": trace_id[:16], "judge_model": "judge-m", "rubric_id": rubric, "rubric_version": 2,
+            "score": score, "reason": "", "judge_latency_s": 0.1, "sample_rate": 1.0, "source": "live"}
+
+
+def test_agreement_sets_thumbs_against_the_judges_pass_threshold_like_with_like(backend):
+    p = project()
+    now = time.time_ns()
+    hour = 3600 * NS
+    traces = [f"{i:032x}" for i in range(1, 7)]
+    # trace: (judge score, thumbs); 3 passes (JUDGE_PASS_SCORE), 2 fails
+    cases = {traces[0]: (5, ["up"]), traces[1]: (3, ["down"]), traces[2]: (2, ["down", "down", "up"]),
+             traces[3]: (1, ["up"]), traces[4]: (4, ["up", "down"])}  # the tie says nothing
+    backend.insert("judge_scores", encode_rows([judge(p, t, score, now - 2 * hour) for t, (score, _) in cases.items()]))
+    backend.insert("judge_scores", encode_rows([judge(p, traces[5], 5, now - 2 * hour)]))  # judged, no thumbs
+    items = [{"trace_id": t, "thumbs": v} for t, (_, votes) in cases.items() for v in votes]
+    items.append({"trace_id": traces[0], "score": 1, "name": "stars"})  # a score: never set against a verdict
+    insert_feedback(backend, feedback_rows(items, p, now_ns=now - hour))
+    (row,) = feedback_judge_agreement(backend, p, now - 3 * hour, now)
+    assert (row["name"], row["judge_model"], row["rubric_id"], row["rubric_version"]) == (
+        "user_feedback", "judge-m", "helpfulness", 2)
+    assert (row["traces"], row["pass_up"], row["pass_down"], row["fail_up"], row["fail_down"]) == (4, 1, 1, 1, 1)
+    assert row["agreement"] == 0.5
+    assert feedback_judge_agreement(backend, project(), now - 3 * hour, now) == []
 
 
 @pytest.mark.parametrize(("payload", "message"), [

@@ -77,6 +77,9 @@ def test_feedback_shows_as_text_and_the_thumbs_form_adds_a_verdict(trace_app, st
             assert page.url.endswith(f"/traces/{call.trace_id}#feedback")
             assert page.locator("#feedback table.feedback tbody tr").count() == 2
             assert "right answer, slow" in page.locator("#feedback").inner_text()
+            page.goto(f"{url}/quality?range=24h", wait_until="load")
+            assert page.locator("#feedback-groups tbody tr").count() == 3  # user_feedback, accuracy, reviewer
+            assert page.locator("#feedback svg").count() == 3
             assert not problems, problems
         finally:
             context.close()
