@@ -117,7 +117,7 @@ def test_feedback_per_week_sits_beside_the_judge_trends_never_mixed(any_dash):
     known_weeks(dash)
     base10, base9 = int(W10.timestamp()) * NS, int(W10.timestamp() - 7 * 86400) * NS
     w10 = [{"trace_id": f"{i:032x}", "thumbs": t} for i, t in ((2, "down"), (3, "up"), (4, "down"), (5, "down"))]
-    insert_feedback(dash.store, feedback_rows(w10 + [{"trace_id": f"{2:032x}", "score": 4, "name": "stars"}],
+    insert_feedback(dash.store, feedback_rows([*w10, {"trace_id": f"{2:032x}", "score": 4, "name": "stars"}],
                                               dash.project, now_ns=base10 + 50 * 3600 * NS))
     insert_feedback(dash.store, feedback_rows({"trace_id": f"{201:032x}", "thumbs": "up"}, dash.project,
                                               now_ns=base9 + 30 * 3600 * NS))
