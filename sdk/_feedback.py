@@ -11,9 +11,11 @@ a bad argument or the exit, is counted in ``failure_count("feedback_dropped")`` 
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import math
 import os
+import re
 import threading
 import uuid
 from collections.abc import Mapping
@@ -24,8 +26,12 @@ from opentelemetry import trace
 from ._guard import count, first_time, logger, plain_text, record_failure
 
 FEEDBACK_DROPPED = "feedback_dropped"
-MAX_QUEUED = 10_000  # a few MB at most: feedback items are small, and the app's memory is not ours
+MAX_QUEUED = 10_000  # what a collector outage may hold back; the app's memory is not ours
 BATCH = 500  # below the collector's 1000 items per request
+BATCH_BYTES = 512 * 1024  # half the collector's 1 MiB body limit: a batch of long comments still fits
+COMMENT_MAX_CHARS = 4096  # the collector's limit: longer comments are cut, not refused
+USER_ID_MAX_CHARS = 256
+_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")  # the collector's rule for names
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 10.0
 _RETRY_FIRST_S, _RETRY_MAX_S = 1.0, 30.0
@@ -80,7 +86,8 @@ def feedback(
         return None
     sender = _sender
     if sender is None:
-        _dropped(1, "feedback() was called before infersight.sdk.init() (or after shutdown), so it has nowhere to go")
+        _dropped(1, "there is no collector to send it to: init() was not called, was called with export=False, "
+                    "or shutdown() ran")
         return None
     return item["id"] if sender.put(item) else None
 
@@ -105,10 +112,20 @@ def _item(
         item["score"] = float(score)
     if span_id is not None:
         item["span_id"] = _hex_id(span_id, 16)
-    for field, value in (("name", name), ("comment", comment), ("user_id", user_id)):
-        text = plain_text(value, "feedback")
-        if text:
-            item[field] = text
+    # Checked here as the collector checks them: one unusable item would cost its whole batch.
+    text = plain_text(name, "feedback")
+    if text:
+        if not _NAME.match(text):
+            raise ValueError(f"name= must be 1-64 letters, digits or _.:-; got {text!r:.80}")
+        item["name"] = text
+    text = plain_text(comment, "feedback")
+    if text:
+        item["comment"] = text[:COMMENT_MAX_CHARS]
+    text = plain_text(user_id, "feedback")
+    if text:
+        if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
+            raise ValueError(f"user_id= must not contain control characters; got {text!r:.80}")
+        item["user_id"] = text[:USER_ID_MAX_CHARS]
     return item
 
 
@@ -192,12 +209,14 @@ class FeedbackSender:
                     self._wake.wait()
                 if not self._queue:
                     return
-                batch = [self._queue[i] for i in range(min(BATCH, len(self._queue)))]
-            outcome = self._post(batch)
+                head = list(itertools.islice(self._queue, BATCH))
+            batch, body = _batch(head)  # encoded off the lock: put() never waits on it
+            outcome = self._post(batch, body)
             if outcome != "retry":
                 with self._wake:
                     for _ in batch:
-                        self._queue.popleft()
+                        if self._queue:  # stop() may have emptied it meanwhile
+                            self._queue.popleft()
                 wait_s = _RETRY_FIRST_S
                 continue
             with self._wake:
@@ -206,10 +225,10 @@ class FeedbackSender:
                 self._wake.wait(wait_s)  # stop() wakes it: nothing is retried once the app exits
             wait_s = min(wait_s * 2, _RETRY_MAX_S)
 
-    def _post(self, batch: list[dict[str, Any]]) -> str:
+    def _post(self, batch: list[dict[str, Any]], body: bytes) -> str:
         """``sent``, ``refused`` (dropped, counted) or ``retry``."""
         try:
-            response = self._session.post(self.url, data=json.dumps(batch), headers=self._headers,
+            response = self._session.post(self.url, data=body, headers=self._headers,
                                           timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
         except Exception as exc:  # noqa: BLE001 - any transport failure is a retry, never the app's
             self._failing = True
@@ -226,6 +245,21 @@ class FeedbackSender:
             return "retry"
         _dropped(len(batch), f"the collector refused them ({status}): {detail}")
         return "refused"
+
+
+def _batch(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bytes]:
+    """The first of ``items`` (at least one) up to :data:`BATCH_BYTES`, and their JSON body."""
+    batch: list[dict[str, Any]] = []
+    parts: list[bytes] = []
+    size = 2
+    for item in items:
+        encoded = json.dumps(item, ensure_ascii=False).encode("utf-8", "replace")
+        if batch and size + len(encoded) + 1 > BATCH_BYTES:
+            break
+        batch.append(item)
+        parts.append(encoded)
+        size += len(encoded) + 1
+    return batch, b"[" + b",".join(parts) + b"]"
 
 
 _sender: FeedbackSender | None = None

@@ -166,7 +166,7 @@ def feedback_series(store: Store, project: str, start_ns: int, end_ns: int, buck
     ``bucket`` (Unix seconds), ``name``, ``kind``, ``count``, ``mean`` (for thumbs, the share up)
     and ``negative`` (thumbs down; scores have no sign of their own, so 0)."""
     return store.query(
-        "SELECT toUnixTimestamp(toStartOfInterval(ts, toIntervalSecond({bucket:UInt32}))) AS bucket,"
+        "SELECT toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket:UInt32} SECOND)) AS bucket,"
         " name, kind, count() AS count, avg(value) AS mean,"
         " countIf(kind = {thumbs:String} AND value < 0.5) AS negative"
         " FROM (SELECT * FROM feedback WHERE project = {project:String}"

@@ -118,3 +118,24 @@ def test_feedback_the_collector_refuses_is_dropped_and_counted(auth_collector):
     finally:
         sdk.shutdown(timeout_s=1)
     assert sdk.failure_count("feedback_dropped") - before == 1
+
+
+def test_long_comments_are_sent_in_batches_the_collector_takes(auth_collector, store):
+    from infersight.collector.store import trace_feedback
+
+    sdk.init(service_name="shop", endpoint=auth_collector.url, api_key=auth_collector.keys["alpha"],
+             meter_provider=_no_metrics())
+    trace_id = "cd" * 16
+    before = sdk.failure_count()
+    try:
+        # 300 comments of 5,000 characters, cut to the collector's 4,096: ~3.6 MB of JSON in all.
+        ids = [sdk.feedback(trace_id, score=i, comment="é€😀" * 1666 + "x" * 2) for i in range(300)]
+        assert all(ids)
+        assert sdk.feedback(trace_id, score=1, name="not a name") is None  # refused here, not in a batch
+    finally:
+        sdk.shutdown(timeout_s=60)
+    project = auth_collector.projects["alpha"]
+    stored = wait_for(lambda: len(rows := trace_feedback(store, project, trace_id)) == 300 and rows)
+    assert stored, "not every item was stored"
+    assert {len(r["comment"]) for r in stored} == {4096}
+    assert sdk.failure_count() - before == 1  # only the bad name
