@@ -86,3 +86,21 @@ def test_a_cross_site_browser_post_is_refused(collector):
     answer = http.post(f"{collector.url}/api/v1/feedback", content=json.dumps({"trace_id": "a" * 32, "thumbs": "up"}),
                        headers={**JSON, "sec-fetch-site": "cross-site"})
     assert answer.status_code == 403
+
+
+def test_a_store_outage_is_a_503_to_retry_and_nothing_half_stored(auth_collector, store):
+    item = {"trace_id": "ef" * 16, "thumbs": "up", "id": "retry-me"}
+    store.failing = True
+    try:
+        answer = post(auth_collector, "alpha", item)
+        assert answer.status_code == 503 and "retry-after" in answer.headers
+    finally:
+        store.failing = False
+    assert post(auth_collector, "alpha", item).status_code == 200
+    assert [f["id"] for f in trace_of_feedback(store, auth_collector, "ef" * 16)] == ["retry-me"]
+
+
+def trace_of_feedback(store, collector, trace_id: str) -> list[dict]:
+    from infersight.collector.store import trace_feedback
+
+    return trace_feedback(store, collector.projects["alpha"], trace_id)

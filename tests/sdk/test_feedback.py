@@ -139,3 +139,22 @@ def test_long_comments_are_sent_in_batches_the_collector_takes(auth_collector, s
     assert stored, "not every item was stored"
     assert {len(r["comment"]) for r in stored} == {4096}
     assert sdk.failure_count() - before == 1  # only the bad name
+
+
+def test_feedback_sent_during_a_store_outage_arrives_once_it_ends(auth_collector, store):
+    from infersight.collector.store import trace_feedback
+
+    sdk.init(service_name="shop", endpoint=auth_collector.url, api_key=auth_collector.keys["alpha"],
+             meter_provider=_no_metrics())
+    trace_id = "ee" * 16
+    store.failing = True  # the collector answers 503 with Retry-After
+    try:
+        item_id = sdk.feedback(trace_id, thumbs="down")
+        assert wait_for(_failing)
+    finally:
+        store.failing = False
+    try:
+        stored = wait_for(lambda: trace_feedback(store, auth_collector.projects["alpha"], trace_id))
+        assert [f["id"] for f in stored] == [item_id]
+    finally:
+        sdk.shutdown(timeout_s=5)
