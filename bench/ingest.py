@@ -277,7 +277,7 @@ def _thread_category(is_server: bool, thread_name: str) -> str:
 def _create_key(data_dir: Path) -> str:
     # The documented CLI, as an operator would; the key is the first line of its stdout.
     done = subprocess.run(
-        [INFERSIGHT, "keys", "create", "--project", PROJECT, "--data-dir", str(data_dir)],
+        [INFERSIGHT, "keys", "create", "--project", PROJECT, "--role", "admin", "--data-dir", str(data_dir)],
         capture_output=True, text=True, check=True,
     )
     return done.stdout.splitlines()[0].strip()

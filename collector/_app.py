@@ -18,10 +18,13 @@ from .ingest import router as ingest_router
 from .spool import Spool, SpoolWriter
 from .store import ChdbStore, ClickHouseStore, Store
 from .web import (
+    KEYS_FILE,
     Authenticator,
     ErrorPages,
+    KeyBook,
     ProjectKeys,
     SecurityHeaders,
+    StoreKeys,
     UnreadBodyDrain,
     api_router,
     error_handlers,
@@ -55,14 +58,9 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             stack.callback(app.state.spool.close)
             app.state.authenticator = None
             if settings.auth:
-                keys = ProjectKeys(settings.data_dir)
+                keys = open_keys(settings, app.state.store)
                 stack.callback(keys.close)
                 app.state.authenticator = Authenticator(keys)
-                if not keys.has_active_keys():
-                    logger.warning(
-                        "no active API keys: every request gets 401; create one with "
-                        "'infersight keys create --project NAME --data-dir %s'", settings.data_dir
-                    )
             app.state.decoder = Decoder(
                 default_workers() if settings.decode_workers is None else settings.decode_workers,
                 limit_bytes=settings.max_body_bytes,
@@ -124,6 +122,32 @@ def open_store(settings: Settings) -> Store:
     if settings.clickhouse_url:
         return ClickHouseStore(settings.clickhouse_url, cluster=settings.cluster)
     return ChdbStore(settings.data_dir)
+
+
+def open_keys(settings: Settings, store: Store) -> KeyBook:
+    """The deployment's keys: in the store with ``settings.clickhouse_url`` (shared by every
+    collector on that server; a key file left in the data directory by a collector of this
+    deployment is copied in once, so its keys keep working), else the data directory's key file."""
+    if not settings.clickhouse_url:
+        keys: KeyBook = ProjectKeys(settings.data_dir)
+        where = f"--data-dir {settings.data_dir}"
+    else:
+        keys = StoreKeys(store)
+        where = "--clickhouse-url URL"
+        if (settings.data_dir / KEYS_FILE).is_file():
+            key_file = ProjectKeys(settings.data_dir, create=False)
+            try:
+                copied = keys.adopt(key_file.stored(), key_file.session_secrets())
+            finally:
+                key_file.close()
+            if copied:
+                logger.warning("copied %d API keys from %s into the store, where every collector of this "
+                               "deployment reads them; manage them with 'infersight keys ... --clickhouse-url'",
+                               copied, settings.data_dir / KEYS_FILE)
+    if not keys.has_active_keys():
+        logger.warning("no active API keys: every request gets 401; create one with "
+                       "'infersight keys create --project NAME %s'", where)
+    return keys
 
 
 def _closed(store: Store) -> None:

@@ -12,6 +12,7 @@ from infersight.dashboards import report_cli
 from infersight.judges import background_options, judge_cli, judge_settings
 
 from ._dead_letters import dead_letters_cli
+from ._keys_cli import keys_cli
 from ._settings import IngestWindow, Settings
 from .alerts import alerts_cli, channel_options
 from .errors import InfersightError
@@ -103,75 +104,7 @@ main.add_command(alerts_cli)
 main.add_command(report_cli)
 main.add_command(judge_cli)
 main.add_command(dead_letters_cli)
-
-
-@main.group()
-def keys() -> None:
-    """Project API keys. Works whether or not the collector is running."""
-
-
-@keys.command("create")
-@click.option("--project", required=True, help="The project the key writes to and reads from.")
-@_DATA_DIR
-def keys_create(project: str, data_dir: Path) -> None:
-    """Create a key and print it, once: only its hash is stored."""
-    from .web import ProjectKeys
-
-    key_file = ProjectKeys(data_dir)
-    try:
-        key, info = key_file.create(project)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--project") from exc
-    finally:
-        key_file.close()
-    click.echo(key)
-    click.echo(
-        f"Created {info.prefix} for project {info.project!r}. Store the key now, it is not shown again.\n"
-        f"Exporters send it with OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer%20<key>'",
-        err=True,
-    )
-
-
-@keys.command("list")
-@_DATA_DIR
-def keys_list(data_dir: Path) -> None:
-    """List keys (prefix, project, created, status); never the keys themselves."""
-    from .web import ProjectKeys
-
-    key_file = ProjectKeys(data_dir)
-    try:
-        rows = key_file.list()
-    finally:
-        key_file.close()
-    if not rows:
-        click.echo("No keys yet; create one with 'infersight keys create --project NAME'.", err=True)
-        return
-    click.echo(f"{'PREFIX':<14}{'PROJECT':<24}{'CREATED (UTC)':<22}STATUS")
-    for info in rows:
-        status = "active" if info.active else f"revoked {_utc(info.revoked_s)}"
-        click.echo(f"{info.prefix:<14}{info.project:<24}{_utc(info.created_s):<22}{status}")
-
-
-@keys.command("revoke")
-@click.argument("prefix")
-@_DATA_DIR
-def keys_revoke(prefix: str, data_dir: Path) -> None:
-    """Revoke the key with this prefix (as 'keys list' shows it). A running collector refuses
-    it within a few seconds."""
-    from .web import ProjectKeys
-
-    key_file = ProjectKeys(data_dir)
-    try:
-        info = key_file.revoke(prefix)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        key_file.close()
-    click.echo(f"Revoked {info.prefix} (project {info.project!r}).")
-
-
-def _utc(unix_s: float | None) -> str:
-    return "" if unix_s is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(unix_s))
+main.add_command(keys_cli)
 
 
 @main.command()

@@ -14,7 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import check_choice
-from infersight.collector.web import ApiProjectDep, StoreDep
+from infersight.collector.web import ReadProjectDep, StoreDep
 
 from ._filters import View, view_from_since, view_from_window
 from ._quality import quality as quality_data
@@ -33,7 +33,7 @@ def _view(since: str, service: str | None, route: str | None, tenant: str | None
 
 @router.get("/latency")
 async def latency(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    store: StoreDep, project: ReadProjectDep, since: str = "24h",
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
     """LLM latency anatomy (percentiles of duration, TTFT, queue wait, prefill, ITL, TPOT),
@@ -44,7 +44,7 @@ async def latency(
 
 @router.get("/cost")
 async def cost(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    store: StoreDep, project: ReadProjectDep, since: str = "24h",
     by: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
@@ -55,7 +55,7 @@ async def cost(
 
 @router.get("/quality")
 async def quality(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h",
+    store: StoreDep, project: ReadProjectDep, since: str = "24h",
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
 ) -> dict[str, Any]:
     """Soft-failure rates per detector and label, judge trends (like for like), drift findings."""
@@ -64,7 +64,7 @@ async def quality(
 
 
 @router.get("/overview")
-async def overview(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+async def overview(store: StoreDep, project: ReadProjectDep, since: str = "1h") -> dict[str, Any]:
     """The Overview's time series: LLM calls, errors, error rate, p95 TTFT and spend per bucket
     (buckets with calls; the bucket width follows ``since``)."""
     view = view_from_since(since, {})
@@ -73,7 +73,7 @@ async def overview(store: StoreDep, project: ApiProjectDep, since: str = "1h") -
 
 @router.get("/traces")
 async def traces(
-    store: StoreDep, project: ApiProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
+    store: StoreDep, project: ReadProjectDep, since: str = "24h", start: str | None = None, end: str | None = None,
     service: str | None = None, route: str | None = None, tenant: str | None = None, model: str | None = None,
     user: str | None = None, session: str | None = None, tag: str | None = None, error_type: str | None = None,
     status: str | None = None, label: str | None = None, q: str | None = None,
@@ -97,7 +97,9 @@ async def traces(
 
 
 @router.get("/traces/{trace_id}")
-async def one_trace(store: StoreDep, project: ApiProjectDep, trace_id: str, at: int | None = AtQuery) -> dict[str, Any]:
+async def one_trace(
+    store: StoreDep, project: ReadProjectDep, trace_id: str, at: int | None = AtQuery,
+) -> dict[str, Any]:
     """Every span of one trace with its latency segments, content, detections, judge scores and feedback."""
     try:
         data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))

@@ -1,6 +1,7 @@
 """The trace page's thumbs form: a reviewer's verdict on a trace, stored as feedback with source
 ``dashboard``, then back to the trace. Refused unless posted from the collector's own pages
-(``SameOriginDep``): another site must not put words into a project's feedback."""
+(``SameOriginDep``): another site must not put words into a project's feedback. Like every
+write from the pages it needs an admin key's session: a read key changes nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from infersight.collector.errors import PayloadTooLarge
 from infersight.collector.store import feedback_rows, insert_feedback
-from infersight.collector.web import PageProjectDep, SameOriginDep, StoreDep
+from infersight.collector.web import AdminPageProjectDep, SameOriginDep, StoreDep
 
 from ._traces import check_trace_id
 
@@ -24,7 +25,7 @@ _FORM_MAX_BYTES = 16_384  # a comment of 4096 characters, percent-encoded
 
 @router.post("/traces/{trace_id}/feedback")
 async def trace_feedback_form(
-    request: Request, trace_id: str, store: StoreDep, project: PageProjectDep, _: SameOriginDep
+    request: Request, trace_id: str, store: StoreDep, project: AdminPageProjectDep, _: SameOriginDep
 ) -> Response:
     """Store the form's ``thumbs`` (``up``/``down``) and ``comment`` on the trace (400 naming
     what is wrong otherwise); a 303 back to the trace's feedback."""

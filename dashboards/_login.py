@@ -1,5 +1,9 @@
 """``/login`` and ``/logout``: a dashboard session from a project API key, in a signed cookie.
 
+Only read and admin keys log in. An ingest key, the one in every app's configuration, is refused
+with a page that says which kind of key to use: whoever can read an app's config must not
+thereby read the project's prompts.
+
 Both forms are refused unless the browser shows they were posted from the collector's own
 pages (``SameOriginDep``): another site must neither log this browser into its project nor log
 it out. Logging out ends the session on the server, not only in this browser's cookie jar.
@@ -13,13 +17,17 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from infersight.collector.errors import Unauthorized
+from infersight.collector.errors import Forbidden, Unauthorized
 from infersight.collector.web import SESSION_COOKIE, SESSION_MAX_AGE_S, AuthenticatorDep, SameOriginDep
 
 from ._render import html
 
 router = APIRouter()
 _FORM_MAX_BYTES = 8192
+_INGEST_KEY = (
+    "That is an ingest key: apps send telemetry with it, but it cannot open the dashboards. Log in with a "
+    "read key (or an admin key); make one with 'infersight keys create --project NAME --role read'."
+)
 
 
 def _safe_next(target: str) -> str:
@@ -58,6 +66,8 @@ async def login(request: Request, auth: AuthenticatorDep, _: SameOriginDep) -> R
         cookie = await run_in_threadpool(auth.session_cookie, key)
     except Unauthorized:
         return _login_page(next_path, "That key is unknown or revoked.", 401)
+    except Forbidden:
+        return _login_page(next_path, _INGEST_KEY, 403)
     response = RedirectResponse(next_path, 303)
     response.set_cookie(
         SESSION_COOKIE,

@@ -19,6 +19,8 @@ PAGES = (
     ("quality", "Quality", "/quality"),
     ("alerts", "Alerts", "/alerts"),
     ("traces", "Traces", "/traces"),
+    ("sessions", "Sessions", "/sessions"),
+    ("users", "Users", "/users"),
     ("digest", "Digest", "/digest"),
     ("report", "Weekly report", "/report/weekly"),
 )

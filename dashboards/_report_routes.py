@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Store, check_choice
-from infersight.collector.web import ApiProjectDep, AuthenticatorDep, PageProjectDep, StoreDep
+from infersight.collector.web import AuthenticatorDep, PageProjectDep, ReadProjectDep, StoreDep
 
 from ._cli import PROJECT_HEADER
 from ._render import PAGES, html
@@ -37,7 +37,7 @@ def _report(store: Store, project: str, week: str | None) -> dict[str, Any]:
 
 @router.get("/api/v1/report/weekly", response_model=None)
 async def weekly_api(
-    store: StoreDep, project: ApiProjectDep, week: str | None = None, format: str | None = None
+    store: StoreDep, project: ReadProjectDep, week: str | None = None, format: str | None = None
 ) -> Response:
     """The weekly report of ISO ``week`` (``2026-W48``; default the last complete week).
 

@@ -3,7 +3,6 @@ anatomy (queue wait, prefill, decode), prompt, output, detections, judge scores 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import defaultdict
@@ -25,6 +24,7 @@ from infersight.collector.store import (
     kind_of,
     operation_of,
     shown,
+    span_finish_reason,
     spend_of,
     spend_sql,
     trace_feedback,
@@ -156,7 +156,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
     # describe is counted once, estimates apart, unknown never 0.
     (spend,) = store.query(
         f"SELECT {_SPEND} FROM llm_spans WHERE project = {{project:String}} AND trace_id = {{trace_id:String}}"
-        + near.replace("Timestamp", "ts"),
+        + near.replace(" Timestamp ", " ts "),
         params,
     )
     per_span_detections: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -180,6 +180,10 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         span["detections"] = per_span_detections.get(span["span_id"], [])
         span["judge_scores"] = per_span_scores.get(span["span_id"], [])
         span["feedback"] = per_span_feedback.get(span["span_id"], [])
+        # The counted span of a call this one repeats (in another trace when the pair spans two).
+        counted = span["attributes"].get("infersight.same_call_as")
+        span["same_call"] = counted and {"trace_id": span["attributes"].get("infersight.same_call_trace") or trace_id,
+                                         "span_id": counted}
     ordered = _tree_order(spans)
     return {
         "trace_id": trace_id,
@@ -265,7 +269,7 @@ def _span(row: dict[str, Any]) -> dict[str, Any]:
         "cost_usd": cost,
         "usage_estimated": estimated,
         "ttft_s": ttft,
-        "finish_reason": _first_reason(attrs),
+        "finish_reason": span_finish_reason(attrs),
         "queue_wait_s": queue_wait,
         "queue_before_s": queue_before,
         "prefill_s": prefill if prefill is not None else _prefill(ttft, queue_wait, inside),
@@ -285,15 +289,6 @@ def _prefill(ttft: float | None, queue_wait: float | None, inside: bool) -> floa
         return None
     return max(ttft - (queue_wait or 0.0), 0.0) if inside else ttft
 
-
-def _first_reason(attrs: dict[str, str]) -> str:
-    """The first finish reason, as llm_spans reads it (the ingest step wrote the canonical list)."""
-    try:
-        reasons = json.loads(attrs.get("gen_ai.response.finish_reasons") or "[]")
-    except ValueError:
-        reasons = None
-    first = reasons[0] if isinstance(reasons, list) and reasons else None
-    return first if isinstance(first, str) and first else attrs.get("llm.finish_reason", "")
 
 
 def _int(value: str | None) -> int | None:

@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from infersight.collector.store import since_ns as since_ns_of
-from infersight.collector.web import ApiProjectDep, NotCrossSiteDep, StoreDep
+from infersight.collector.web import AdminProjectDep, NotCrossSiteDep, ReadProjectDep, StoreDep
 
 from ._compare import RULES
 from ._errors import JudgeError, PanelError, RubricError
@@ -33,13 +33,16 @@ from ._operations import (
 from ._panels import create_panel, list_panels
 from ._records import judge_spend, recent_scores, scores_summary
 
+# Nanosecond times are Int64 in the store: a larger one is refused here rather than wrapped there.
+_MAX_NS = 2**63 - 1
+
 router = APIRouter(prefix="/api/v1")
 
 
 @router.get("/judge_scores")
 async def judge_scores(
     store: StoreDep,
-    project: ApiProjectDep,
+    project: ReadProjectDep,
     since: str = "24h",
     limit: int = Query(1000, ge=1, le=10_000),
 ) -> dict[str, Any]:
@@ -54,19 +57,19 @@ async def judge_scores(
 
 
 @router.get("/judge/scores")
-async def scores(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0)) -> dict[str, Any]:
+async def scores(store: StoreDep, project: ReadProjectDep, since_ns: int = Query(ge=0, le=_MAX_NS)) -> dict[str, Any]:
     """Mean judge score per route, app version, judge model and rubric version since ``since_ns``."""
     return {"project": project, "rows": await run_in_threadpool(scores_summary, store, project, since_ns)}
 
 
 @router.get("/judge/spend")
-async def spend(store: StoreDep, project: ApiProjectDep, since_ns: int = Query(ge=0)) -> dict[str, Any]:
+async def spend(store: StoreDep, project: ReadProjectDep, since_ns: int = Query(ge=0, le=_MAX_NS)) -> dict[str, Any]:
     """The judge's own spend per day, model and purpose since ``since_ns``."""
     return {"project": project, "rows": await run_in_threadpool(judge_spend, store, project, since_ns)}
 
 
 @router.get("/judge/panels")
-async def panels(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def panels(store: StoreDep, project: ReadProjectDep) -> dict[str, Any]:
     """The project's panels, newest first."""
     return {"project": project, "rows": await run_in_threadpool(list_panels, store, project)}
 
@@ -74,12 +77,12 @@ async def panels(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
 class _Panel(BaseModel):
     route: str
     size: int = Field(200, ge=1)
-    since_ns: int = Field(ge=0)
+    since_ns: int = Field(ge=0, le=_MAX_NS)
     panel_id: str | None = None
 
 
 @router.post("/judge/panels")
-async def new_panel(body: _Panel, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
+async def new_panel(body: _Panel, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
     """Freeze up to ``size`` distinct inputs of ``route`` into a new panel (``infersight judge panel create``)."""
     try:
         created = await run_in_threadpool(
@@ -106,8 +109,8 @@ class _Judge(BaseModel):
 
 class _Run(BaseModel):
     judge: _Judge
-    since_ns: int = Field(ge=0)
-    until_ns: int = Field(ge=0)
+    since_ns: int = Field(ge=0, le=_MAX_NS)
+    until_ns: int = Field(ge=0, le=_MAX_NS)
     rubric_ids: list[str] = Field(min_length=1)
     rate: float = Field(0.02, ge=0, le=1)
     min_per_stratum: int = Field(3, ge=0)
@@ -129,7 +132,7 @@ class _Compare(BaseModel):
     baseline: str
     candidate: str
     rubric_id: str = "helpfulness"
-    since_ns: int | None = Field(None, ge=0)
+    since_ns: int | None = Field(None, ge=0, le=_MAX_NS)
     confidence: float = Field(0.95, ge=0.5, le=0.999)
     resamples: int = Field(10_000, ge=100)
     min_pairs: int = Field(10, ge=1)
@@ -137,7 +140,7 @@ class _Compare(BaseModel):
 
 
 @router.post("/judge/run")
-async def run(body: _Run, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
+async def run(body: _Run, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
     """Sample the project's spans of the window and judge them, as ``infersight judge run`` does."""
     options = JudgeOptions.from_dict(body.judge.model_dump())
     request = RunRequest(**{**body.model_dump(exclude={"judge"}), "rubric_ids": tuple(body.rubric_ids)})
@@ -149,7 +152,7 @@ async def run(body: _Run, store: StoreDep, project: ApiProjectDep, _: NotCrossSi
 
 
 @router.post("/judge/compare")
-async def compare(body: _Compare, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
+async def compare(body: _Compare, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
     """Two app versions on a panel (``infersight judge compare``); with ``gate``, its verdict too."""
     if body.baseline == body.candidate:
         raise HTTPException(400, "--baseline and --candidate must name different versions")

@@ -7,7 +7,7 @@
     @traced_llm(provider="openai", model="gpt-4o-mini")
     def answer(question): ...
 
-    with request("acme", route="support.answer", user_id="u-1"):  # one trace per request
+    with request("acme", route="support.answer", user_id="u-1", session_id="chat-1"):  # one trace per request
         answer("hi")
         trace_id = current_trace_id()
     feedback(trace_id, thumbs="down", comment="wrong refund policy")  # later, when the user says so

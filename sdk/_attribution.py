@@ -1,4 +1,4 @@
-"""Who a call is for (tenant, user, route, tags) and how long it queued, carried in context.
+"""Who a call is for (tenant, user, session, route, tags) and how long it queued, carried in context.
 
 ``contextvars`` follow ``asyncio`` tasks and ``contextvars.copy_context()``, so concurrent
 requests for different tenants never see each other's attribution. The same values are put in
@@ -25,13 +25,14 @@ _TAG_PREFIX = "infersight.tag."
 
 @dataclass(frozen=True, slots=True)
 class Attribution:
-    """The tenant, user, route and tags that the spans of the current context are charged to."""
+    """The tenant, user, session, route and tags that the spans of the current context are charged to."""
 
     tenant_id: str | None = None
     user_id: str | None = None
     route: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     entered_at_s: float = 0.0
+    session_id: str | None = None
 
     def attributes(self) -> dict[str, str]:
         out = {_TAG_PREFIX + k: v for k, v in self.tags.items()}
@@ -41,13 +42,16 @@ class Attribution:
             out[semconv.USER] = self.user_id
         if self.route is not None:
             out[semconv.ROUTE] = self.route
+        if self.session_id is not None:
+            out[semconv.CONVERSATION_ID] = self.session_id
         return out
 
 
 _EMPTY = Attribution()
 _current: contextvars.ContextVar[Attribution] = contextvars.ContextVar("infersight_attribution", default=_EMPTY)
 _queue_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("infersight_queue_wait", default=None)
-_BAGGAGE_KEYS = {semconv.TENANT: "tenant_id", semconv.USER: "user_id", semconv.ROUTE: "route"}
+_BAGGAGE_KEYS = {semconv.TENANT: "tenant_id", semconv.USER: "user_id", semconv.ROUTE: "route",
+                 semconv.CONVERSATION_ID: "session_id"}
 
 
 def current() -> Attribution:
@@ -63,7 +67,8 @@ def current() -> Attribution:
     if not (fields or tags):
         return _EMPTY
     return Attribution(
-        tenant_id=fields.get("tenant_id"), user_id=fields.get("user_id"), route=fields.get("route"), tags=tags
+        tenant_id=fields.get("tenant_id"), user_id=fields.get("user_id"), route=fields.get("route"), tags=tags,
+        session_id=fields.get("session_id"),
     )
 
 
@@ -79,21 +84,41 @@ def tenant(
     user_id: str | None = None,
     route: str | None = None,
     tags: Mapping[str, str] | None = None,
+    session_id: str | None = None,
 ) -> Iterator[Attribution]:
-    """Charge every span started inside the block to ``tenant_id`` (and a user, route and tags).
+    """Charge every span started inside the block to ``tenant_id`` (and a user, route, tags and
+    the conversation ``session_id``, written as ``gen_ai.conversation.id``).
 
     Nested blocks inherit what they do not override. Works across ``await`` and in tasks
     created inside the block; it does not leak into concurrent tasks started elsewhere. The
     values also ride on OpenTelemetry baggage to downstream services.
     """
+    with attributed(tenant_id, user_id=user_id, route=route, tags=tags, session_id=session_id) as inner:
+        yield inner
+
+
+@contextlib.contextmanager
+def attributed(
+    tenant_id: str | None,
+    *,
+    user_id: str | None = None,
+    route: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    session_id: str | None = None,
+) -> Iterator[Attribution]:
+    """:func:`tenant`, where a ``None`` tenant keeps the enclosing one (``request(session_id=...)``
+    without a tenant still marks its spans with the session)."""
     outer = current()
     user_id, route = plain_text(user_id, "tenant user_id"), plain_text(route, "tenant route")
+    session_id = plain_text(session_id, "session_id")
+    tenant_id = plain_text(tenant_id, "tenant id") if tenant_id is not None else None
     inner = Attribution(
-        tenant_id=plain_text(tenant_id, "tenant id"),
+        tenant_id=tenant_id if tenant_id is not None else outer.tenant_id,
         user_id=user_id if user_id is not None else outer.user_id,
         route=route if route is not None else outer.route,
         tags={**outer.tags, **_plain_tags(tags)},
         entered_at_s=time.time(),
+        session_id=session_id if session_id is not None else outer.session_id,
     )
     ctx = otel_context.get_current()
     for key, value in inner.attributes().items():

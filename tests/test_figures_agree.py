@@ -5,7 +5,9 @@ call, sometimes a tool) with failures in every kind, a provider client span nest
 span and OpenInference's span over a GenAI one (one call seen twice, each), streams that reported
 no usage, embeddings that cost money, an unpriced model, and two tenants whose users share an
 id, calls whose usage the SDK estimated (priced apart) and half estimates (input unknown: not
-priced). The Overview, the Latency, Cost, Quality and Traces pages, their ``/api/v1`` twins,
+priced), and LangChain over a client without a request span (two traces, one call: the client's
+root span is counted, LangChain's trace shows its span as the same call, with a link). The
+Overview, the Latency, Cost, Quality and Traces pages, their ``/api/v1`` twins,
 ``/api/v1/summary``, the daily digest and the weekly report must all show the reference's calls,
 errors, error rate, tokens, cost and latency, on both store backends: unknown tokens and cost as
 unknown (null, "–", "unpriced"), never 0, and the same money as the same number and string.
@@ -35,6 +37,7 @@ from tests.conftest import wait_for
 
 NS = 10**9
 PRICED, UNPRICED = "gpt-4o-mini", "in-house-llm-7b"
+INSTRUMENTATION = "openinference.instrumentation"
 
 
 @dataclass
@@ -46,6 +49,7 @@ class Span:
     duration_s: float
     attributes: dict[str, Any]
     error: bool = False
+    scope: str = ""
 
     def otlp(self) -> dict[str, Any]:
         def value(v: Any) -> dict[str, Any]:
@@ -111,7 +115,8 @@ def call_of(span: Span, tenant: str, user: str, model: str) -> Call:
 
 
 def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[str, int]]:
-    """The spans to send, the LLM calls among them as the reference sees them, and spans per kind."""
+    """The spans to send, the LLM calls among them as the reference sees them, and spans per kind.
+    ``calls`` is followed by the calls made without a request span: see :func:`same_calls`."""
     rng = random.Random(seed)
     spans: list[Span] = []
     calls: list[Call] = []
@@ -119,9 +124,9 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
     ids = iter(range(1, 10**6))
 
     def span(trace: str, parent: str, at: int, seconds: float, attributes: dict[str, Any], kind: str | None,
-             error: bool = False) -> str:
+             error: bool = False, scope: str = "") -> str:
         span_id = f"{next(ids):016x}"
-        spans.append(Span(trace, span_id, parent, at, seconds, attributes, error))
+        spans.append(Span(trace, span_id, parent, at, seconds, attributes, error, scope))
         if kind:
             kinds[kind] = kinds.get(kind, 0) + 1
         return span_id
@@ -178,7 +183,45 @@ def dataset(base_ns: int, seed: int = 11) -> tuple[list[Span], list[Call], dict[
             span(trace, root, at + 2_500_000_000, 0.2, {**who, "gen_ai.operation.name": "execute_tool"}, "tool",
                  error=i % 18 == 0)
         calls.append(call_of(counted, tenant, f"u-{i % 4}", model))
+    for j, (proof, model, error) in enumerate((("id", PRICED, False), ("prompt", PRICED, True),
+                                               ("usage", UNPRICED, False))):
+        # LangChain (OpenInference) over a client without a request span: each span is the root of
+        # a trace of its own. The proof is the response id in LangChain's output, else the prompt
+        # with the same usage (or the same failure); the client's span is the call, LangChain's
+        # gives the attribution.
+        at, seconds = base_ns + (48 + j) * 20 * NS, round(rng.lognormvariate(0, 0.6), 3)
+        tokens_in, tokens_out = rng.randrange(200, 2000), rng.randrange(20, 400)
+        tenant, user = "acme", f"u-{j}"
+        who = {"infersight.tenant.id": tenant, "infersight.user.id": user, "infersight.route": "support"}
+        prompt = {"gen_ai.input.messages": json.dumps([{"role": "user", "content": f"question {j}"}])}
+        usage = {} if error else {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}
+        outer = {**who, **prompt, "openinference.span.kind": "LLM", "llm.model_name": model}
+        if not error:
+            outer |= {"llm.token_count.prompt": tokens_in, "llm.token_count.completion": tokens_out}
+        inner = {**usage, "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+                 "gen_ai.request.model": model}
+        if proof == "id":
+            outer |= {"output.mime_type": "application/json",
+                      "output.value": json.dumps({"generations": [], "llm_output": {"id": f"chatcmpl-{j}"}})}
+            inner["gen_ai.response.id"] = f"chatcmpl-{j}"
+        else:
+            inner |= prompt
+        span(f"{0xa0 + j:032x}", "", at, seconds + 0.01, outer, None, error, f"{INSTRUMENTATION}.langchain")
+        span(f"{0xb0 + j:032x}", "", at + 2_000_000, seconds, inner, "llm", error, f"{INSTRUMENTATION}.openai")
+        calls.append(call_of(spans[-1], tenant, user, model))
     return spans, calls, kinds
+
+
+def same_calls(spans: list[Span]) -> dict[str, tuple[str, str]]:
+    """LangChain's traces of the calls made without a request span: (trace id, span id) of the
+    client's span each repeats, read from the raw spans (the same prompt or response id)."""
+    roots = [s for s in spans if not s.parent and s.scope]
+    out = {}
+    for outer in (s for s in roots if s.scope.endswith("langchain")):
+        (inner,) = [s for s in roots if s.scope.endswith("openai") and s.start_ns >= outer.start_ns
+                    and s.start_ns < outer.start_ns + round(outer.duration_s * NS)]
+        out[outer.trace_id] = (inner.trace_id, inner.span_id)
+    return out
 
 
 def figures(mine: list[Call]) -> dict[str, Any]:
@@ -247,13 +290,15 @@ def test_every_surface_shows_the_reference_figures(backend, tmp_path):
     base = now - 30 * 60 * NS if now - day_start > 40 * 60 * NS else day_start - 40 * 60 * NS
     day = datetime.fromtimestamp(base / NS, tz=timezone.utc).date()
     spans, calls, kinds = dataset(base)
-    ref = reference(calls)
+    ref = reference(calls) | {"same_calls": same_calls(spans)}
     project = f"figures-{now % 10**9}"
     settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     with TestClient(create_app(settings, store=backend)) as client:
         body = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
                                                                   "value": {"stringValue": "rag-app"}}]},
-                                   "scopeSpans": [{"spans": [s.otlp() for s in spans]}]}]}
+                                   "scopeSpans": [{"scope": {"name": scope},
+                                                   "spans": [s.otlp() for s in spans if s.scope == scope]}
+                                                  for scope in sorted({s.scope for s in spans})]}]}
         response = client.post("/v1/traces", content=json.dumps(body), headers={"content-type": "application/json"})
         assert response.status_code == 200 and "partialSuccess" not in response.text
         summary = wait_for(lambda: (s := client.get("/api/v1/summary", params={"since": "24h"}).json())
@@ -382,6 +427,12 @@ def _check_traces(client: TestClient, ref: dict[str, Any]) -> None:
         one = client.get(f"/api/v1/traces/{trace_id}").json()
         _same_spend(one, expected, trace_id)  # its counted call, not every span that describes it
         assert page_value(client.get(f"/traces/{trace_id}").text, "trace-cost") == expected["usd_text"], trace_id
+    for trace_id, (other_trace, other_span) in ref["same_calls"].items():
+        # LangChain's trace shows its span as the client's call, counted in the client's trace.
+        one = client.get(f"/api/v1/traces/{trace_id}").json()
+        assert [s["same_call"] for s in one["spans"]] == [{"trace_id": other_trace, "span_id": other_span}]
+        assert (one["input_tokens"], one["cost_usd"], one["unpriced_calls"]) == (None, None, 0)
+        assert f'href="/traces/{other_trace}#span-{other_span}"' in client.get(f"/traces/{trace_id}").text
 
 
 def _check_digest(store: Store, project: str, day: date, summary: dict[str, Any], ref: dict[str, Any]) -> None:
@@ -432,4 +483,6 @@ def test_the_reference_is_not_trivial():
     assert any(t["input_tokens"] is None and t["output_tokens"] and t["unpriced_calls"] for t in traces)  # half
     assert sum(1 for s in spans if s.error and "gen_ai.operation.name" in s.attributes
                and s.attributes["gen_ai.operation.name"] != "chat") >= 3
+    # Calls without a request span, each proved differently: by the response id, a failure's prompt, the usage.
+    assert len(same_calls(spans)) == 3 and sum(1 for s in spans if s.attributes.get("gen_ai.response.id")) == 1
     assert len(ref["tenants"]) == 2 and percentiles({}) == {"p50": None, "p95": None, "p99": None, "p999": None}

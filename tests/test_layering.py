@@ -178,7 +178,7 @@ COLLECTOR_MODULES = {
     "errors": "collector.base", "_settings": "collector.base", "_counters": "collector.base",
     "_jobs": "collector.jobs",
     "_app": "collector.root", "_server": "collector.root", "_cli": "collector.root",
-    "_dead_letters": "collector.root",
+    "_dead_letters": "collector.root", "_keys_cli": "collector.root",
 }
 
 

@@ -90,7 +90,7 @@ def test_the_wheel_holds_every_package_of_the_tree(installed):
 def test_the_installed_command_serves_a_span_sent_by_the_installed_sdk(installed, tmp_path):
     command = installed / "bin" / "infersight"
     data_dir = tmp_path / "data"
-    key = _run(command, "keys", "create", "--project", "wheel", "--data-dir", data_dir).strip()
+    key = _run(command, "keys", "create", "--project", "wheel", "--role", "admin", "--data-dir", data_dir).strip()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([command, "collector", "--port", str(port), "--data-dir", data_dir,

@@ -21,7 +21,15 @@ from fastapi.responses import RedirectResponse, Response
 
 from ..errors import BadRequest, PayloadTooLarge
 from ..store import Store, check_choice, day_or_yesterday, since_ns
-from ..web import SESSION_COOKIE, ApiProjectDep, NotCrossSiteDep, PageProjectDep, SameOriginDep, StoreDep
+from ..web import (
+    SESSION_COOKIE,
+    AdminPageProjectDep,
+    AdminProjectDep,
+    NotCrossSiteDep,
+    ReadProjectDep,
+    SameOriginDep,
+    StoreDep,
+)
 from ._digest import build_digest
 from ._evaluator import history
 from ._marks import silencing
@@ -62,7 +70,7 @@ def _today_or(date: str | None) -> Any:
 
 
 @router.get("/api/v1/digest")
-async def digest(store: StoreDep, project: ApiProjectDep, date: str | None = None) -> dict[str, Any]:
+async def digest(store: StoreDep, project: ReadProjectDep, date: str | None = None) -> dict[str, Any]:
     """The daily digest of ``date`` (``YYYY-MM-DD``, UTC; default today so far) as JSON."""
     result = await run_in_threadpool(build_digest, store, project, _today_or(date), _now())
     return {**asdict(result), "day": result.day.isoformat(), "lines": result.lines()}
@@ -82,7 +90,7 @@ def alert_history(store: Store, project: str, since: datetime, now: datetime) ->
 
 
 @router.get("/api/v1/alerts")
-async def alerts(store: StoreDep, project: ApiProjectDep, since: str = "7d") -> dict[str, Any]:
+async def alerts(store: StoreDep, project: ReadProjectDep, since: str = "7d") -> dict[str, Any]:
     """Alerts firing now (each with ``silenced_by`` and ``ack``) and every firing/repeat/resolved
     event since ``since``, newest first."""
     start = datetime.fromtimestamp(since_ns(since) / 1e9, tz=timezone.utc)
@@ -180,13 +188,13 @@ async def _expire(store: Store, project: str, silence_id: str) -> Silence:
 
 
 @router.get("/api/v1/silences")
-async def list_silences(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def list_silences(store: StoreDep, project: ReadProjectDep) -> dict[str, Any]:
     """The project's pending and active silences, and those expired in the last 5 days, latest end first."""
     return {"silences": await run_in_threadpool(_listed, store, project)}
 
 
 @router.post("/api/v1/silences")
-async def create_silence(request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> Any:
+async def create_silence(request: Request, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> Any:
     """Create (or, with the ``id`` of one, replace) a silence: Alertmanager's JSON, with matchers
     as objects or as ``name=value`` text; ``createdBy`` defaults to the caller's key."""
     silence = await _post_silence(request, store, project)
@@ -194,25 +202,25 @@ async def create_silence(request: Request, store: StoreDep, project: ApiProjectD
 
 
 @router.delete("/api/v1/silences/{silence_id}")
-async def delete_silence(silence_id: str, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> Any:
+async def delete_silence(silence_id: str, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> Any:
     """Expire a silence now (it stays listed as expired); 404 for an id the project does not have."""
     return {"silence": (await _expire(store, project, silence_id)).as_json(_now())}
 
 
 @router.get("/api/v2/silences")
-async def am_list_silences(store: StoreDep, project: ApiProjectDep) -> list[dict[str, Any]]:
+async def am_list_silences(store: StoreDep, project: ReadProjectDep) -> list[dict[str, Any]]:
     """Alertmanager's ``GET /api/v2/silences``."""
     return await run_in_threadpool(_listed, store, project)
 
 
 @router.post("/api/v2/silences")
-async def am_create_silence(request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> Any:
+async def am_create_silence(request: Request, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> Any:
     """Alertmanager's ``POST /api/v2/silences``: answers ``{"silenceID": ...}``."""
     return {"silenceID": (await _post_silence(request, store, project)).id}
 
 
 @router.get("/api/v2/silence/{silence_id}")
-async def am_get_silence(silence_id: str, store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def am_get_silence(silence_id: str, store: StoreDep, project: ReadProjectDep) -> dict[str, Any]:
     """Alertmanager's ``GET /api/v2/silence/{id}``."""
     found = await run_in_threadpool(silence_by_id, store, project, silence_id)
     if found is None:
@@ -221,7 +229,7 @@ async def am_get_silence(silence_id: str, store: StoreDep, project: ApiProjectDe
 
 
 @router.delete("/api/v2/silence/{silence_id}")
-async def am_delete_silence(silence_id: str, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> Response:
+async def am_delete_silence(silence_id: str, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> Response:
     """Alertmanager's ``DELETE /api/v2/silence/{id}``: expires it, answers an empty 200."""
     await _expire(store, project, silence_id)
     return Response(status_code=200)
@@ -241,7 +249,7 @@ def _ack(store: Store, project: str, fingerprint: str, by: str, note: str) -> Ac
 
 @router.post("/api/v1/alerts/{fingerprint}/ack")
 async def ack_alert(
-    fingerprint: str, request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep,
+    fingerprint: str, request: Request, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep,
 ) -> dict[str, Any]:
     """Acknowledge the firing alert ``fingerprint``: its repeats stop until it resolves. Body
     (optional): ``{"by": ..., "note": ...}``; ``by`` defaults to the caller's key. 404 if it is
@@ -259,7 +267,7 @@ def _back() -> RedirectResponse:
 
 
 @router.post("/alerts/silences")
-async def silence_form(request: Request, store: StoreDep, project: PageProjectDep, _: SameOriginDep) -> Response:
+async def silence_form(request: Request, store: StoreDep, project: AdminPageProjectDep, _: SameOriginDep) -> Response:
     """The Alerts page's silence form: matchers one per line, a duration, who (default: the
     session's key) and why."""
     form = await _form(request)
@@ -281,7 +289,7 @@ async def silence_form(request: Request, store: StoreDep, project: PageProjectDe
 
 @router.post("/alerts/silences/{silence_id}/expire")
 async def expire_form(
-    silence_id: str, request: Request, store: StoreDep, project: PageProjectDep, _: SameOriginDep,
+    silence_id: str, request: Request, store: StoreDep, project: AdminPageProjectDep, _: SameOriginDep,
 ) -> Response:
     """The Alerts page's expire button."""
     await _expire(store, project, silence_id)
@@ -290,7 +298,7 @@ async def expire_form(
 
 @router.post("/alerts/{fingerprint}/ack")
 async def ack_form(
-    fingerprint: str, request: Request, store: StoreDep, project: PageProjectDep, _: SameOriginDep,
+    fingerprint: str, request: Request, store: StoreDep, project: AdminPageProjectDep, _: SameOriginDep,
 ) -> Response:
     """The Alerts page's acknowledge form: who (default: the session's key) and a note."""
     form = await _form(request)

@@ -24,8 +24,8 @@ from infersight.detectors import SpanText, messages_text, run_inline, schema_che
 from infersight.sdk import semconv
 
 from .._counters import TOO_LARGE
-from ..store import encode_rows
-from ._nesting import counted_span_id
+from ..store import encode_rows, span_finish_reasons
+from ._nesting import counted_call
 
 _OUTPUT_MARK = f'"{semconv.OUTPUT_MESSAGES}"'.encode()  # as encode_rows writes the key: a cheap filter on bytes
 MAX_OUTPUT_CHARS = 1 << 20
@@ -47,15 +47,12 @@ def _schema(attrs: dict[str, str]) -> dict[str, Any] | None:
 
 def span_text(attrs: dict[str, str]) -> SpanText:
     """What the detectors see of a span, from its attributes (GenAI conventions plus ours)."""
-    finish = attrs.get(semconv.FINISH_REASONS, "")
-    try:
-        reasons = json.loads(finish) if finish.startswith("[") else [finish]
-    except ValueError:
-        reasons = []
     schema = _schema(attrs)
+    reasons = span_finish_reasons(attrs)
     return SpanText(
         output_text=messages_text(attrs.get(semconv.OUTPUT_MESSAGES)),
-        finish_reason=str(reasons[0]) if reasons else "",
+        finish_reason=reasons[0] if reasons else "",
+        finish_reasons=reasons,
         expect_json=attrs.get(semconv.OUTPUT_TYPE) == "json" or schema is not None,
         json_schema=schema,
         refusal_field=attrs.get(semconv.RESPONSE_REFUSAL) or None,
@@ -80,11 +77,12 @@ def analyse(row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     found = run_inline(span)
     if not found:
         return [], refused
+    trace_id, span_id = counted_call(row)  # one call, one set of detections: the counted row's
     common = {
         "project": project_of(row),
         "ts": row["Timestamp"],
-        "trace_id": row["TraceId"],
-        "span_id": counted_span_id(row),  # one call, one set of detections: the counted row's
+        "trace_id": trace_id,
+        "span_id": span_id,
         "service": row.get("ServiceName", ""),
         "tenant": attrs.get(semconv.TENANT, ""),
         "route": attrs.get(semconv.ROUTE, ""),

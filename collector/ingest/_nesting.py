@@ -20,16 +20,31 @@ they provably describe one exchange:
    e. it is unambiguous: neither span has a second candidate that is not itself paired with the
       first (a framework span over two instrumented clients of one call is a chain, not a choice).
 
+3. the two spans are in **different traces**: without a span around the call (an app's request
+   span), OpenInference's LangChain span and the client's span it does not make current are each
+   the root of a trace of their own. The inner span must be a root, of the same project and
+   service, another instrumentation's, inside the outer span's time, differing in nothing both
+   know (a-c), and the only candidate either way (e), and the proof is stricter than within a
+   trace, where the shared trace is evidence already:
+
+   a. the response id is the same; or
+   b. the prompt is the same, the ends are within :data:`END_TOLERANCE_NS`, and either the usage
+      is the same or both calls failed before any usage (a failed call has no response id and no
+      usage; its prompt, its failure and its timing are all there is, and concurrent calls with
+      one prompt are ambiguous, so are left apart).
+
+   The outer span then also gets ``infersight.same_call_trace`` (the inner span's trace), so the
+   trace page links the two and its detections are the counted call's.
+
 Time overlap and model alone are never enough: concurrent calls (``batch``, ``gather``,
 threads) overlap and share a model, and a failed call often records no model at all. What is
-not provably one call stays two rows. Without a span around the call (an app's request span)
-the two are separate traces and are not paired.
+not provably one call stays two rows.
 
 The innermost span is the one counted: its duration and TTFT are the call's own. Every outer
 span of the pair gets ``infersight.same_call_as`` (the inner span's id) and the view leaves it
 out of ``llm_spans``; when both arrive in one request, the outer span's attribution (tenant,
 user, session, route) and usage fill what the inner one lacks. Detections found on a marked
-span belong to the span it names (``_detect.counted_span_id``).
+span belong to the span it names (:func:`counted_call`).
 
 Spans of one trace often arrive in separate requests (``SimpleSpanProcessor`` exports each
 span alone, and inner spans end, so are exported, first). The decode worker keeps the last
@@ -39,7 +54,10 @@ different decode worker processes (with several workers, requests are spread ove
 an outer span that arrives BEFORE its inner one in another request: it is already counted, so
 the inner one is then the row left out (its timings are lost, never its tokens twice). A span
 the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
-left as it is.
+left as it is. Across traces, also not covered: a failed call whose client span records no
+prompt (openai-v2 keeps it in log events) or that fails beside a concurrent call of the same
+prompt is counted twice, and a prompt many calls share is remembered for its latest
+:data:`MAX_COMPARED` spans only.
 """
 
 from __future__ import annotations
@@ -62,6 +80,10 @@ REMEMBERED = 4096
 # closes its span on the same thread): 2 s leaves room for a busy host and is still far shorter
 # than the calls it tells apart.
 END_TOLERANCE_NS = 2 * 10**9
+# Spans that are not parent and child are compared pairwise: a trace with more LLM spans than
+# this in one request (a bulk load) is only checked for parent-child pairs, and across traces a
+# span is compared with at most this many of the latest spans that share its prompt.
+MAX_COMPARED = 64
 _MODEL_KEYS = (semconv.REQUEST_MODEL, semconv.RESPONSE_MODEL)
 # What the outer span knows about who made the call, copied onto the counted row when absent.
 ATTRIBUTION_KEYS = (
@@ -83,7 +105,19 @@ class _Call:
     response_id: str = ""
     usage: tuple[str, str] | None = None
     prompt: str = ""  # prompt_hash of the input messages; "" when not captured
+    project: str = ""
+    service: str = ""
     dropped: bool = False  # marked as the repeat of another span: it cannot stand for a call any more
+    paired: bool = False  # one half of a pair already: never the half of another
+
+    @property
+    def root(self) -> bool:
+        return not self.parent_id
+
+    def evidence(self) -> list[tuple[str, str, str]]:
+        """What another trace's span of the same call shares with this one: the keys it is found by."""
+        return [(kind, self.project, value) for kind, value in (("id", self.response_id), ("prompt", self.prompt))
+                if value]
 
     def holds(self, other: _Call) -> bool:
         """``other``, not a child, lies inside this span, is another instrumentation's and
@@ -106,6 +140,19 @@ class _Call:
         shared_prompt = bool(self.prompt) and self.prompt == inner.prompt
         return (shared_usage or shared_prompt) and self.end_ns - inner.end_ns <= END_TOLERANCE_NS
 
+    def same_exchange_across(self, inner: _Call) -> bool:
+        """Besides :meth:`holds`, the proof that ``inner``, the root of another trace, is this
+        span's call (condition 3 of the module)."""
+        if (self.project, self.service) != (inner.project, inner.service) or not inner.root:
+            return False
+        if self.response_id and self.response_id == inner.response_id:
+            return True
+        if not self.prompt or self.prompt != inner.prompt or self.end_ns - inner.end_ns > END_TOLERANCE_NS:
+            return False
+        if self.usage is not None:
+            return self.usage == inner.usage
+        return self.failed and inner.usage is None
+
 
 class _Recent:
     """The last LLM spans a decode worker saw, by trace, at most ``size`` (thread-safe: decoding
@@ -114,6 +161,7 @@ class _Recent:
     def __init__(self, size: int) -> None:
         self.size = size
         self._traces: OrderedDict[str, dict[str, _Call]] = OrderedDict()
+        self._by_evidence: dict[tuple[str, str, str], dict[tuple[str, str], _Call]] = {}
         self._count = 0
         self._lock = threading.Lock()
 
@@ -121,22 +169,42 @@ class _Recent:
         with self._lock:
             return list(self._traces.get(trace_id, {}).values())
 
+    def sharing(self, call: _Call) -> list[_Call]:
+        """The spans of other traces that share a piece of :meth:`_Call.evidence` with ``call``."""
+        with self._lock:
+            found = {key: other for evidence in call.evidence()
+                     for key, other in self._by_evidence.get(evidence, {}).items() if other.trace_id != call.trace_id}
+        return list(found.values())
+
     def add(self, calls: list[_Call]) -> None:
         with self._lock:
             for call in calls[-self.size:]:
                 known = self._traces.setdefault(call.trace_id, {})
                 self._traces.move_to_end(call.trace_id)
                 self._count += call.span_id not in known
+                if (before := known.get(call.span_id)) is not None:
+                    self._forget(before)
                 known[call.span_id] = call
+                for evidence in call.evidence():
+                    holders = self._by_evidence.setdefault(evidence, {})
+                    holders[(call.trace_id, call.span_id)] = call
+                    if len(holders) > MAX_COMPARED:  # a prompt many send (a health check): its latest only
+                        del holders[next(iter(holders))]
             while self._count > self.size:
                 _, evicted = self._traces.popitem(last=False)
                 self._count -= len(evicted)
+                for call in evicted.values():
+                    self._forget(call)
+
+    def _forget(self, call: _Call) -> None:
+        for evidence in call.evidence():
+            holders = self._by_evidence.get(evidence, {})
+            holders.pop((call.trace_id, call.span_id), None)
+            if not holders:
+                self._by_evidence.pop(evidence, None)
 
 
 _recent = _Recent(REMEMBERED)
-# Spans that are not parent and child are compared pairwise: a trace with more LLM spans than
-# this in one request (a bulk load) is only checked for parent-child pairs.
-MAX_COMPARED = 64
 
 
 def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -> None:
@@ -156,6 +224,8 @@ def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -
         for outer, inner in _pairs(calls + before):
             _mark(outer, inner, here)
     recent.add([call for call, _ in here.values()])
+    for outer, inner in _across([call for call, _ in here.values()], recent):
+        _mark(outer, inner, here)
 
 
 def _call(row: dict[str, Any]) -> _Call | None:
@@ -171,6 +241,8 @@ def _call(row: dict[str, Any]) -> _Call | None:
         response_id=attrs.get(semconv.RESPONSE_ID) or _openinference_response_id(attrs),
         usage=(tokens[0], tokens[1]) if tokens[0] and tokens[1] else None,
         prompt=prompt_hash(attrs.get(semconv.INPUT_MESSAGES, "")),
+        project=str((row.get("ResourceAttributes") or {}).get(semconv.PROJECT, "")),
+        service=str(row.get("ServiceName", "")),
     )
 
 
@@ -224,18 +296,49 @@ def _unambiguous(found: list[tuple[_Call, _Call]], nested: list[tuple[_Call, _Ca
     return [(o, i) for o, i in found if chain(inners[o.span_id]) and chain(outers[i.span_id])]
 
 
+def _across(calls: list[_Call], recent: _Recent) -> list[tuple[_Call, _Call]]:
+    """(outer, inner) pairs of ``calls`` with spans of other traces (``calls`` among them, as
+    ``recent`` holds them already): condition 3 of the module, each the only candidate either way."""
+    found: dict[tuple[str, str], tuple[_Call, _Call]] = {}
+    for call in calls:
+        if call.dropped or call.paired:
+            continue
+        for other in recent.sharing(call):
+            if other.dropped or other.paired:
+                continue
+            for outer, inner in ((call, other), (other, call)):
+                if outer.holds(inner) and outer.same_exchange_across(inner):
+                    found[(outer.span_id, inner.span_id)] = (outer, inner)
+    inners: dict[str, int] = {}
+    outers: dict[str, int] = {}
+    for outer, inner in found.values():
+        inners[outer.span_id] = inners.get(outer.span_id, 0) + 1
+        outers[inner.span_id] = outers.get(inner.span_id, 0) + 1
+    return [(o, i) for o, i in found.values() if inners[o.span_id] == 1 and outers[i.span_id] == 1]
+
+
 def _mark(outer: _Call, inner: _Call, here: dict[tuple[str, str], tuple[_Call, dict[str, Any]]]) -> None:
     outer_here = here.get((outer.trace_id, outer.span_id))
     inner_here = here.get((inner.trace_id, inner.span_id))
     if outer_here is not None:
-        outer.dropped = True
-        outer_here[1]["SpanAttributes"].setdefault(semconv.SAME_CALL_AS, inner.span_id)
+        outer.dropped = outer.paired = inner.paired = True
+        _point(outer, outer_here[1]["SpanAttributes"], inner)
         if inner_here is not None:
             _fill(inner_here[1]["SpanAttributes"], outer_here[1]["SpanAttributes"])
     elif inner_here is not None and not outer.dropped:
         # the outer row arrived first and is counted already: the inner one is the repeat
-        inner.dropped = True
-        inner_here[1]["SpanAttributes"].setdefault(semconv.SAME_CALL_AS, outer.span_id)
+        inner.dropped = inner.paired = outer.paired = True
+        _point(inner, inner_here[1]["SpanAttributes"], outer)
+
+
+def _point(repeat: _Call, attrs: dict[str, str], counted: _Call) -> None:
+    """Mark ``repeat`` (whose attributes are ``attrs``) as the repeat of ``counted``'s call, once:
+    the first pair found wins."""
+    if semconv.SAME_CALL_AS in attrs:
+        return
+    attrs[semconv.SAME_CALL_AS] = counted.span_id
+    if counted.trace_id != repeat.trace_id:
+        attrs[semconv.SAME_CALL_TRACE] = counted.trace_id
 
 
 def _fill(inner: dict[str, str], outer: dict[str, str]) -> None:
@@ -244,13 +347,15 @@ def _fill(inner: dict[str, str], outer: dict[str, str]) -> None:
             inner[key] = outer[key]
 
 
-def counted_span_id(row: Mapping[str, Any]) -> str:
-    """The id of the row that counts the call ``row`` (an ``otel_traces`` row) describes: the span
-    it repeats when it is the marked half of a pair, else its own. Detections found on either half
-    of a pair are the call's, so they carry this id."""
+def counted_call(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The (trace id, span id) of the row that counts the call ``row`` (an ``otel_traces`` row)
+    describes: the span it repeats when it is the marked half of a pair (in another trace when
+    the pair spans two), else its own. Detections found on either half of a pair are the call's,
+    so they carry these ids."""
     attrs = row.get("SpanAttributes") or {}
+    trace_id = str(row["TraceId"])
     if attrs.get(semconv.SAME_CALL_AS):
-        return str(attrs[semconv.SAME_CALL_AS])
+        return str(attrs.get(semconv.SAME_CALL_TRACE) or trace_id), str(attrs[semconv.SAME_CALL_AS])
     if attrs.get(semconv.PARENT_LLM_SPAN) and kind_of(attrs.get(semconv.OPERATION, "")) == LLM:
-        return str(attrs[semconv.PARENT_LLM_SPAN])  # the SDK's span over it is the counted row
-    return str(row["SpanId"])
+        return trace_id, str(attrs[semconv.PARENT_LLM_SPAN])  # the SDK's span over it is the counted row
+    return trace_id, str(row["SpanId"])

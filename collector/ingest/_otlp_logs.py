@@ -10,8 +10,10 @@ no finish reason; only its ``gen_ai.choice`` event does.
 
 Each event is stored with the (trace id, span id) of its span, which is how a reader finds the
 events of a span: they arrive in another request than the span (another signal, another
-exporter), before or after it. Records without a span context, or not named as GenAI events,
-are accepted and not stored. Content is stored only as the event carries it: the instrumentation
+exporter), before or after it; whichever of the two is stored second completes the call (its
+finish reason, and its answer, reach the span's ``llm_spans`` row and the inline detectors:
+``store.join_events``, ``store.complete_calls``). Records without a span context, or not named
+as GenAI events, are accepted and not stored. Content is stored only as the event carries it: the instrumentation
 leaves it out unless the app turned content capture on, the same rule as for span attributes.
 """
 

@@ -21,18 +21,19 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.background import BackgroundTask
 
 from .._counters import Counters
 from .._settings import Settings
 from ..errors import BadRequest, PayloadTooLarge, RequestTimeout, SpoolError, StoreError, WorkerLost
 from ..spool import Spool, SpoolWriter
-from ..store import Store, encode_rows
+from ..store import Store, complete_calls, encode_rows
 from ..web import key_project
 from . import _otlp, _otlp_logs, _otlp_metrics
 from ._decode import Decoder
 
 # google.rpc.Code values that the OTLP spec maps HTTP statuses onto.
-_RPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3}
+_RPC_CODE = {400: 3, 401: 16, 403: 7, 408: 4, 413: 8, 415: 3}
 _UNAVAILABLE = 14
 RETRY_AFTER_S = 5
 
@@ -103,8 +104,14 @@ async def receive_logs(request: Request) -> Response:
     """
     return await _receive_into_store(
         request, _event_rows, "genai_events", "events", ExportLogsServiceResponse(),
-        "rejected_log_records", rows_token=True, counter="genai_events_received",
+        "rejected_log_records", rows_token=True, counter="genai_events_received", then=_complete_calls,
     )
+
+
+def _complete_calls(request: Request, rows: list[dict[str, Any]]) -> BackgroundTask:
+    """After the answer: complete the spans already stored that these events belong to."""
+    return BackgroundTask(complete_calls, request.app.state.store, {row["trace_id"] for row in rows},
+                          request.app.state.decoder.detect)
 
 
 RowsOf = Callable[[bytes, "str | None", str, Settings, str, list[str]], list[dict[str, Any]]]
@@ -113,6 +120,7 @@ RowsOf = Callable[[bytes, "str | None", str, Settings, str, list[str]], list[dic
 async def _receive_into_store(
     request: Request, rows_of: RowsOf, table: str, what: str, response: Message, rejected_field: str,
     *, rows_token: bool, counter: str | None = None,
+    then: Callable[[Request, list[dict[str, Any]]], BackgroundTask] | None = None,
 ) -> Response:
     """Decode off the event loop (a large body decodes for seconds, and /healthz waits meanwhile)
     and insert straight into ``table``; answer 200 once stored, with the records refused one by
@@ -146,7 +154,10 @@ async def _receive_into_store(
         if counter is not None:
             counters.add(counter, len(rows))
     _partial_success(response, rejected_field, rejected)
-    return _encode(response, media, 200)
+    answer = _encode(response, media, 200)
+    if rows and then is not None:
+        answer.background = then(request, rows)
+    return answer
 
 
 def _partial_success(response: Message, field: str, rejected: list[str]) -> None:

@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 
 from .._counters import FAILED, Counters, not_analysed_key
 from ..errors import SpoolError, StoreError
-from ..store import Store, encode_rows, held_spans
+from ..store import Store, complete_calls, encode_rows, held_spans, join_events
 from ._spool import Batch, Spool
 
 logger = logging.getLogger("infersight.collector")
@@ -128,11 +129,14 @@ class SpoolWriter:
         # Spans first, and once: after they are in, a retry is about the detections alone.
         if self._landed != batch.dedup_token:
             new = self._decided(batch)
+            joined, pending = join_events(self.store, new.rows)  # what GenAI events stored already say
+            new = replace(new, rows=joined)
             detecting = self._detecting.submit(self._detections, new) if self._detecting is not None else None
             self.store.insert("otel_traces", new.rows, dedup_token=new.dedup_token)
             self._landed, self._landed_as = batch.dedup_token, new.dedup_token
             self._new_spans = len(new.keys)
             self._found = self._wait(detecting) if detecting is not None else self._detections(new)
+            complete_calls(self.store, pending.after_insert(self.store), self.detect)  # events stored meanwhile
         if self._found:
             # Same batch, own token (still hex): a replay drops both repeats.
             self.store.insert("detections", self._found, dedup_token=self._landed_as + "de")

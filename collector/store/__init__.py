@@ -18,7 +18,14 @@ from ._base import Store, encode_rows, insert_error
 from ._chdb import ChdbStore
 from ._checks import check_choice, check_text, since_ns
 from ._clickhouse import ClickHouseStore
-from ._events import event_finish_reasons, fill_finish_reasons
+from ._events import (
+    complete_calls,
+    event_finish_reasons,
+    fill_finish_reasons,
+    join_events,
+    span_finish_reason,
+    span_finish_reasons,
+)
 from ._feedback import (
     JUDGE_PASS_SCORE,
     feedback_judge_agreement,
@@ -36,10 +43,12 @@ from ._money import UNPRICED, spend_of, spend_sql, usd
 from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
 from ._repeats import held_spans
 from ._schema import cluster_statements, statements
+from ._sessions import SESSION_COLUMNS, find_sessions, session_json, session_turns
 from ._time import clickhouse_time, day_or_yesterday, shown, since_to_unix_ns
 from ._trace_search import SORTS as TRACE_SORTS
 from ._trace_search import SPAN_COLUMNS as TRACE_SPAN_COLUMNS
 from ._trace_search import TraceSearch, find_traces
+from ._users import find_users
 
 __all__ = [
     "ChdbStore",
@@ -50,6 +59,7 @@ __all__ = [
     "KINDS",
     "LLM",
     "PENDING_DEAD_LETTERS",
+    "SESSION_COLUMNS",
     "Store",
     "StoreError",
     "TRACE_SORTS",
@@ -63,6 +73,7 @@ __all__ = [
     "check_text",
     "clickhouse_time",
     "cluster_statements",
+    "complete_calls",
     "day_or_yesterday",
     "dead_letters",
     "detections",
@@ -72,11 +83,14 @@ __all__ = [
     "feedback_rows",
     "feedback_series",
     "fill_finish_reasons",
+    "find_sessions",
     "find_traces",
+    "find_users",
     "held_spans",
     "histogram_sql",
     "insert_error",
     "insert_feedback",
+    "join_events",
     "kind_of",
     "merge_histograms",
     "negative_feedback_traces",
@@ -85,9 +99,13 @@ __all__ = [
     "percentiles",
     "queues",
     "recent_spans",
+    "session_json",
+    "session_turns",
     "shown",
     "since_ns",
     "since_to_unix_ns",
+    "span_finish_reason",
+    "span_finish_reasons",
     "spend_of",
     "spend_sql",
     "statements",

@@ -16,14 +16,14 @@ from ..store import detections as detection_rows
 from ..store import queues as queue_rows
 from ..store import since_ns as _since_ns
 from ..store import summary as summary_of
-from ._deps import ApiProjectDep, StoreDep
+from ._deps import AdminProjectDep, ReadProjectDep, StoreDep
 from ._origin import NotCrossSiteDep
 
 router = APIRouter(prefix="/api/v1")
 
 
 @router.get("/summary")
-async def summary(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+async def summary(store: StoreDep, project: ReadProjectDep, since: str = "1h") -> dict[str, Any]:
     """Totals and latency percentiles since ``since`` (``15m``, ``24h``, ``7d`` or an ISO time)."""
     result = await run_in_threadpool(summary_of, store, project, _since_ns(since))
     result["since"] = since
@@ -33,7 +33,7 @@ async def summary(store: StoreDep, project: ApiProjectDep, since: str = "1h") ->
 @router.get("/spans")
 async def spans(
     store: StoreDep,
-    project: ApiProjectDep,
+    project: ReadProjectDep,
     since: str = "1h",
     limit: int = Query(100, ge=1, le=10_000),
 ) -> dict[str, Any]:
@@ -45,7 +45,7 @@ async def spans(
 @router.get("/detections")
 async def detections(
     store: StoreDep,
-    project: ApiProjectDep,
+    project: ReadProjectDep,
     since: str = "24h",
     detector: str | None = None,
     limit: int = Query(1000, ge=1, le=10_000),
@@ -57,20 +57,20 @@ async def detections(
 
 
 @router.get("/queues")
-async def queues(store: StoreDep, project: ApiProjectDep, since: str = "1h") -> dict[str, Any]:
+async def queues(store: StoreDep, project: ReadProjectDep, since: str = "1h") -> dict[str, Any]:
     """The queues the SDK's ``watch_queue`` reports: latest depth and oldest-item age."""
     rows = await run_in_threadpool(queue_rows, store, project, _since_ns(since))
     return {"since": since, "queues": rows}
 
 
 @router.get("/dead_letters")
-async def dead_letters(store: StoreDep, project: ApiProjectDep) -> dict[str, Any]:
+async def dead_letters(store: StoreDep, project: ReadProjectDep) -> dict[str, Any]:
     """Acknowledged requests the store refused and set aside, not replayed yet, oldest first."""
     return {"dead_letters": await run_in_threadpool(pending_dead_letters, store, project)}
 
 
 @router.post("/dead_letters/replay")
-async def replay(request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
+async def replay(request: Request, store: StoreDep, project: AdminProjectDep, _: NotCrossSiteDep) -> dict[str, Any]:
     """Insert the project's dead letters again; those the store refuses again stay, with the reason."""
     outcome = await run_in_threadpool(replay_dead_letters, store, project, request.app.state.decoder.detect)
     return {"replayed_requests": outcome.requests, "replayed_spans": outcome.spans, "refused": outcome.refused}

@@ -1,5 +1,12 @@
 """Shared FastAPI dependencies: what the app opened at startup, and the caller's project.
 
+Every route that serves or changes a project's data states the role it needs by the dependency
+that gives it the project (:mod:`._roles`): :data:`ReadProjectDep` and :data:`AdminProjectDep`
+for API clients (a key in ``Authorization``), :data:`PageProjectDep` and
+:data:`AdminPageProjectDep` for the dashboards (a session cookie), :data:`IngestProjectDep` for
+what apps send through FastAPI routes. The OTLP receivers call :func:`key_project` themselves.
+A key whose role does not reach the route gets 403 naming the role it needs.
+
 The accessors are ``async def`` although they never await: FastAPI runs a plain ``def``
 dependency in its thread pool, a hop per dependency per request. (The OTLP receivers use no
 dependencies at all, see :mod:`._ingest`.)
@@ -13,9 +20,10 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request
 
 from .._counters import not_analysed
-from ..errors import Unauthorized
+from ..errors import Forbidden, Unauthorized
 from ..store import Store
 from ._auth import SESSION_COOKIE, Authenticator
+from ._roles import Role, refusal
 
 
 # app.state is an untyped namespace: each read below names the type create_app stored there.
@@ -29,13 +37,15 @@ async def _authenticator(request: Request) -> Authenticator | None:
     return auth
 
 
-def key_project(request: Request) -> str:
-    """The project of the request's API key (:class:`~infersight.collector.errors.Unauthorized` without a valid
-    one), or the dev mode's single project."""
+def key_project(request: Request, needed: Role = "ingest") -> str:
+    """The project of the request's API key if its role allows ``needed``
+    (:class:`~infersight.collector.errors.Unauthorized` without a valid key,
+    :class:`~infersight.collector.errors.Forbidden` for one of another role), or the dev mode's
+    single project."""
     auth: Authenticator | None = request.app.state.authenticator
     if auth is None:
         return _dev_project(request)
-    return auth.project_for_authorization(request.headers.get("authorization"))
+    return auth.project_for_authorization(request.headers.get("authorization"), needed)
 
 
 def _dev_project(request: Request) -> str:
@@ -44,27 +54,49 @@ def _dev_project(request: Request) -> str:
     return project
 
 
-def _api_project(request: Request) -> str:
-    """The project of the request's API key, or 401 with a JSON ``detail``."""
-    try:
-        return key_project(request)
-    except Unauthorized as exc:
-        raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
+class _ApiProject:
+    """A dependency: the project of the request's API key, or 401 with a JSON ``detail`` (and
+    403 from the error handlers when the key's role does not allow :attr:`role`)."""
+
+    def __init__(self, role: Role) -> None:
+        self.role = role
+
+    async def __call__(self, request: Request) -> str:
+        try:
+            return key_project(request, self.role)
+        except Unauthorized as exc:
+            raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 
 
-def _page_project(request: Request) -> str:
-    """The project of the dashboard session; without one, a redirect to the login page."""
-    auth: Authenticator | None = request.app.state.authenticator
-    if auth is None:
-        return _dev_project(request)
-    project = auth.project_for_session(request.cookies.get(SESSION_COOKIE))
-    if project is None:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        raise HTTPException(303, "log in first", headers={"Location": f"/login?next={quote(target, safe='')}"})
-    return project
+class _PageProject:
+    """A dependency: the project of the dashboard session if its key's role allows :attr:`role`
+    (403 otherwise); without a session, a redirect to the login page."""
+
+    def __init__(self, role: Role) -> None:
+        self.role = role
+
+    async def __call__(self, request: Request) -> str:
+        auth: Authenticator | None = request.app.state.authenticator
+        if auth is None:
+            return _dev_project(request)
+        grant = auth.grant_for_session(request.cookies.get(SESSION_COOKIE))
+        if grant is None:
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            raise HTTPException(303, "log in first", headers={"Location": f"/login?next={quote(target, safe='')}"})
+        if not grant.allows(self.role):
+            raise Forbidden(refusal(grant.role, self.role))
+        return grant.project
 
 
-async def _page_not_analysed(request: Request, project: Annotated[str, Depends(_page_project)]) -> dict[str, int]:
+_read_page_project = _PageProject("read")
+
+
+def route_role(dependency: object) -> Role | None:
+    """The role that ``dependency`` requires if it is one of the project dependencies, else ``None``."""
+    return dependency.role if isinstance(dependency, _ApiProject | _PageProject) else None
+
+
+async def _page_not_analysed(request: Request, project: Annotated[str, Depends(_read_page_project)]) -> dict[str, int]:
     """The session's project's LLM outputs not analysed by the inline detectors since this
     collector started, by reason (only reasons that occurred)."""
     counts = not_analysed(request.app.state.counters.snapshot(), project)
@@ -73,6 +105,9 @@ async def _page_not_analysed(request: Request, project: Annotated[str, Depends(_
 
 StoreDep = Annotated[Store, Depends(_store)]
 AuthenticatorDep = Annotated[Authenticator | None, Depends(_authenticator)]
-ApiProjectDep = Annotated[str, Depends(_api_project)]
-PageProjectDep = Annotated[str, Depends(_page_project)]
+IngestProjectDep = Annotated[str, Depends(_ApiProject("ingest"))]
+ReadProjectDep = Annotated[str, Depends(_ApiProject("read"))]
+AdminProjectDep = Annotated[str, Depends(_ApiProject("admin"))]
+PageProjectDep = Annotated[str, Depends(_read_page_project)]
+AdminPageProjectDep = Annotated[str, Depends(_PageProject("admin"))]
 PageNotAnalysedDep = Annotated[dict[str, int], Depends(_page_not_analysed)]

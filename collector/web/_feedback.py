@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ..store import feedback_rows, insert_feedback
-from ._deps import ApiProjectDep, StoreDep
+from ._deps import IngestProjectDep, StoreDep
 from ._origin import NotCrossSiteDep
 
 router = APIRouter(prefix="/api/v1")
@@ -29,7 +29,7 @@ _SOURCE_HEADER = "x-infersight-source"
 
 @router.post("/feedback")
 async def post_feedback(
-    request: Request, store: StoreDep, project: ApiProjectDep, _: NotCrossSiteDep
+    request: Request, store: StoreDep, project: IngestProjectDep, _: NotCrossSiteDep
 ) -> dict[str, Any]:
     """Store feedback: a JSON object or a list of them, each with ``trace_id``, optionally
     ``span_id``, exactly one of ``score`` (a number) or ``thumbs`` (``"up"``/``"down"``), and
@@ -38,7 +38,7 @@ async def post_feedback(
     Answers ``{"stored": n, "ids": [...]}`` once every item is in the store, a 400 naming the
     first unusable item and field (nothing is stored then), 413 past 1 MiB, 415 for a body that
     is not JSON. Feedback naming a trace of another project is stored under the caller's
-    project, where that project's owner never sees it.
+    project, where that project's owner never sees it. Apps send it: an ingest key (or admin).
     """
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if content_type != "application/json":

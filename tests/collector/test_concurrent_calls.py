@@ -29,9 +29,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from infersight import sdk
 from infersight.collector.alerts._digest import build_digest
+from infersight.collector.ingest._nesting import MAX_COMPARED, _Recent, mark_same_calls
 from infersight.dashboards._report import weekly_data
 from infersight.demo import FakeLLM
+from infersight.sdk import semconv
 from tests.collector.test_foreign_instrumentations import instrumentors, openai_restored
+from tests.collector.test_normalizer import T0, USAGE
+from tests.collector.test_normalizer import llm as llm_row
 from tests.conftest import wait_for
 
 MINI, FOUR_O = "gpt-4o-mini", "gpt-4o"
@@ -284,3 +288,174 @@ def test_our_decorator_on_raw_http_beside_openllmetry_threads_is_what_was_served
         at_once(*(lambda p=p: raw(MINI, [{"role": "user", "content": p}]) for p in words[:5]),
                 *(lambda p=p: instrumented(p) for p in words[5:]))
     assert summary_when(collector, spans=11) == llm.truth() | {"llm_calls": 10, "llm_errors": 0}
+
+
+def stored_spans(store: Any, project: str) -> int:
+    (row,) = store.query("SELECT count() AS n FROM otel_traces"
+                         " WHERE ResourceAttributes['infersight.project'] = {p:String}", {"p": project})
+    return int(row["n"])
+
+
+def project_summary_when(collector: Any, store: Any, spans: int) -> dict[str, Any]:
+    """The summary's call figures once the project's ``spans`` spans are stored, whatever their traces."""
+    assert wait_for(lambda: stored_spans(store, collector.project) >= spans), "the spans were not all stored"
+    body = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "1h"}).json()
+    return {key: body[key] for key in ("llm_calls", "llm_errors", "input_tokens", "output_tokens", "cost_usd")}
+
+
+@pytest.mark.parametrize("export", ["simple", "batch"])
+def test_langchain_over_openai_without_a_request_span_is_what_was_served(collector, llm, store, export):
+    """Without a request span, LangChain's span and the client's are the roots of two traces each."""
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+    # The same prompt twice (told apart by the response id) and two failures of different prompts.
+    asked = ["hi", "hi", *prompts("fail", "billing", "refund", "fail", "plan")]
+    with app(collector, "langchain", "openinference", export=export):
+        answers = model.batch(asked, return_exceptions=True)
+    assert sum(isinstance(a, Exception) for a in answers) == 2
+    assert project_summary_when(collector, store, spans=14) == llm.truth() | {"llm_calls": 7, "llm_errors": 2}
+
+    traces = httpx.get(f"{collector.url}/api/v1/traces", params={"since": "1h", "limit": 50}).json()["traces"]
+    assert sum(t["llm_calls"] for t in traces) == 7
+    # LangChain's trace keeps its span, shown as the same call as the client's span, with a link.
+    (pair,) = store.query(
+        "SELECT TraceId AS trace_id, SpanId AS span_id, SpanAttributes['infersight.same_call_trace'] AS other_trace,"
+        " SpanAttributes['infersight.same_call_as'] AS other_span FROM otel_traces"
+        " WHERE ResourceAttributes['infersight.project'] = {p:String} AND SpanName = 'ChatOpenAI'"
+        " AND StatusCode != 'Error' ORDER BY Timestamp LIMIT 1", {"p": collector.project})
+    trace = httpx.get(f"{collector.url}/api/v1/traces/{pair['trace_id']}").json()
+    (span,) = [s for s in trace["spans"] if s["span_id"] == pair["span_id"]]
+    assert span["same_call"] == {"trace_id": pair["other_trace"], "span_id": pair["other_span"]}
+    assert (trace["input_tokens"], trace["cost_usd"]) == (None, None)  # the call is counted in the other trace
+    page = httpx.get(f"{collector.url}/traces/{pair['trace_id']}").text
+    assert f'href="/traces/{pair["other_trace"]}#span-{pair["other_span"]}"' in page
+    other = httpx.get(f"{collector.url}/api/v1/traces/{pair['other_trace']}").json()
+    assert [s["name"] for s in other["spans"]] == ["ChatCompletion"] and other["input_tokens"] > 0
+
+
+def test_langchain_over_openai_without_a_request_span_is_flagged_once_per_call(collector, llm, store):
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+    with app(collector, "langchain", "openinference"):
+        model.batch(prompts("loop", "hi", "plan", "bill", "refund", "tax"))
+
+    def analysed() -> bool:
+        (found,) = store.query("SELECT count() AS n FROM detections WHERE project = {p:String}",
+                               {"p": collector.project})
+        return stored_spans(store, collector.project) >= 12 and int(found["n"]) >= 4
+
+    assert wait_for(analysed), "the inline detectors did not analyse both spans of the looping call"
+    assert project_summary_when(collector, store, spans=12)["llm_calls"] == llm.truth()["llm_calls"] == 6
+    assert quality_rates(collector, store) == flagged_once(6)
+
+
+def test_async_langchain_calls_gathered_without_a_request_span_are_what_was_served(collector, llm, store):
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+
+    async def gathered() -> list[Any]:
+        return await asyncio.gather(*(model.ainvoke(p) for p in prompts("hi", "fail", "plan", "refund")),
+                                    return_exceptions=True)
+
+    with app(collector, "langchain", "openinference"):
+        answers = asyncio.run(gathered())
+    assert sum(isinstance(a, Exception) for a in answers) == 1
+    assert project_summary_when(collector, store, spans=8) == llm.truth() | {"llm_calls": 4, "llm_errors": 1}
+
+
+@pytest.mark.parametrize("client", ["openai-v2", "openllmetry"])
+def test_langchain_over_other_clients_without_a_request_span_is_what_was_served(collector, llm, store, client):
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+    with app(collector, "langchain", client):
+        model.batch(prompts("hi", "billing", "refund", "plan"))
+    assert project_summary_when(collector, store, spans=8) == llm.truth() | {"llm_calls": 4, "llm_errors": 0}
+
+
+# ---- the rules of pairing across traces, on hand-built rows -------------------------------------
+
+PROMPT = {"gen_ai.input.messages": '[{"role": "user", "content": "hi"}]'}
+
+
+def root(trace: str, span: str, scope: str, *, start: int = T0, duration: int = 10**9, project: str = "p",
+         service: str = "app", status: str = "Unset", **attrs: str) -> dict[str, Any]:
+    """An LLM span that is the root of its own trace, as a call without a request span has."""
+    r = llm_row(span, start=start, duration=duration, scope=scope, status=status, **attrs)
+    r.update(TraceId=trace, ServiceName=service, ResourceAttributes={semconv.PROJECT: project})
+    return r
+
+
+def marked(*rows: dict[str, Any], recent: _Recent | None = None) -> list[tuple[str, str] | None]:
+    mark_same_calls(list(rows), recent or _Recent(16))
+    return [(a.get(semconv.SAME_CALL_TRACE, ""), a[semconv.SAME_CALL_AS]) if semconv.SAME_CALL_AS in a else None
+            for a in (r["SpanAttributes"] for r in rows)]
+
+
+INSIDE = {"start": T0 + 10, "duration": 10**9 - 20}  # the client's call, inside the framework's span
+
+
+def test_across_traces_a_response_id_pairs_the_framework_span_with_the_root_client_span():
+    ids = {"gen_ai.response.id": "chatcmpl-1"}
+    assert marked(root("t1", "f", "langchain", **ids), root("t2", "c", "openai", **INSIDE, **ids)) \
+        == [("t2", "c"), None]
+
+
+def test_across_traces_either_order_of_arrival_leaves_one_row():
+    ids = {"gen_ai.response.id": "chatcmpl-1"}
+    recent = _Recent(16)
+    client, framework = root("t2", "c", "openai", **INSIDE, **ids), root("t1", "f", "langchain", **ids)
+    assert marked(client, recent=recent) == [None]  # the client's span ends, so is exported, first
+    assert marked(framework, recent=recent) == [("t2", "c")]
+    recent = _Recent(16)
+    framework, client = root("t1", "f", "langchain", **ids), root("t2", "c", "openai", **INSIDE, **ids)
+    assert marked(framework, recent=recent) == [None]
+    assert marked(client, recent=recent) == [("t1", "f")]  # the framework's row is counted already
+
+
+def test_across_traces_prompt_and_usage_pair_only_together_and_with_the_ends_close():
+    assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)) \
+        == [("t2", "c"), None]
+    assert marked(root("t1", "f", "lc", **USAGE), root("t2", "c", "oa", **INSIDE, **USAGE)) == [None, None]
+    assert marked(root("t1", "f", "lc", **PROMPT), root("t2", "c", "oa", **INSIDE, **PROMPT)) == [None, None]
+    far = {"start": T0 + 10, "duration": 10**8}  # ends 0.9 s before the outer one ...
+    assert marked(root("t1", "f", "lc", duration=10 * 10**9, **PROMPT, **USAGE),  # ... of a 10 s span: 9.9 s
+                  root("t2", "c", "oa", **far, **PROMPT, **USAGE)) == [None, None]
+
+
+def test_across_traces_failed_calls_pair_on_the_prompt_and_time_and_model_alone_never():
+    assert marked(root("t1", "f", "lc", status="Error", **PROMPT),
+                  root("t2", "c", "oa", status="Error", **INSIDE, **PROMPT)) == [("t2", "c"), None]
+    assert marked(root("t1", "f", "lc", status="Error"), root("t2", "c", "oa", status="Error", **INSIDE)) \
+        == [None, None]
+    assert marked(root("t1", "f", "lc", status="Error", **PROMPT), root("t2", "c", "oa", **INSIDE, **PROMPT)) \
+        == [None, None]
+
+
+@pytest.mark.parametrize("differs", [{"project": "q"}, {"service": "other"}, {"scope": "lc"},
+                                     {"start": T0 - 10}])
+def test_across_traces_another_project_service_instrumentation_or_time_is_another_call(differs):
+    ids = {"gen_ai.response.id": "chatcmpl-1"}
+    inner = {"scope": "oa", **INSIDE, **differs}
+    assert marked(root("t1", "f", "lc", **ids), root("t2", "c", **inner, **ids)) == [None, None]
+
+
+def test_across_traces_the_inner_span_must_be_a_root_and_the_only_candidate():
+    ids = {"gen_ai.response.id": "chatcmpl-1"}
+    child = root("t2", "c", "oa", **INSIDE, **ids)
+    child["ParentSpanId"] = "request"
+    assert marked(root("t1", "f", "lc", **ids), child) == [None, None]
+    # two clients answered with one id (a fake server's): which one is the call is a guess
+    assert marked(root("t1", "f", "lc", **ids), root("t2", "c", "oa", **INSIDE, **ids),
+                  root("t3", "d", "oa", **INSIDE, **ids)) == [None, None, None]
+
+
+def test_across_traces_the_memory_stays_bounded_when_everyone_sends_one_prompt():
+    recent = _Recent(64)
+    for i in range(1_000):
+        marked(root(f"t{i}", f"s{i}", "oa", start=T0 + i * 10**10, **PROMPT, **USAGE), recent=recent)
+    assert len(recent._by_evidence) == 1 and all(len(v) <= MAX_COMPARED for v in recent._by_evidence.values())
+    assert sum(len(recent.of_trace(f"t{i}")) for i in range(1_000)) == 64

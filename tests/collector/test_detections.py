@@ -75,6 +75,21 @@ def test_rows_without_output_are_not_parsed():
     assert [(d["label"], d["project"], d["span_id"]) for d in found] == [("refusal.phrase", "p", "c")]
 
 
+def test_a_later_choice_cut_at_the_length_limit_is_flagged():
+    # n=2: the first choice stopped, the second ran out of tokens; the answer shown is the first,
+    # but the call did get cut, and reading only the first reason missed it.
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.finish_reasons": '["stop", "length"]',
+        "gen_ai.output.messages": '[{"role":"assistant","parts":[{"type":"text","content":"Paris."}]}]',
+    }
+    rows = [{"Timestamp": "1.0", "TraceId": "a", "SpanId": "b", "ResourceAttributes": {"infersight.project": "p"},
+             "SpanAttributes": attributes}]
+    assert "truncation.length" in {d["label"] for d in detections_for(rows)}
+    only_stop = [{**rows[0], "SpanAttributes": {**attributes, "gen_ai.response.finish_reasons": '["stop", "stop"]'}}]
+    assert not [d for d in detections_for(only_stop) if d["label"].startswith("truncation")]
+
+
 def _output_body(text: str, spans: int = 1) -> tuple[bytes, list[str]]:
     """An OTLP/JSON body of ``spans`` chat spans whose output is ``text``."""
     body, span_ids = genai_spans_json(spans)

@@ -104,3 +104,23 @@ def trace_of_feedback(store, collector, trace_id: str) -> list[dict]:
     from infersight.collector.store import trace_feedback
 
     return trace_feedback(store, collector.projects["alpha"], trace_id)
+
+
+def test_apps_ingest_keys_send_feedback_and_read_keys_do_not(auth_collector):
+    from infersight.collector.web import ProjectKeys
+
+    keys = ProjectKeys(auth_collector.data_dir)
+    try:
+        ingest, read = (keys.create(auth_collector.projects["alpha"], role=role)[0] for role in ("ingest", "read"))
+    finally:
+        keys.close()
+    body = json.dumps({"trace_id": "ab" * 16, "thumbs": "down"})
+    sent = http.post(f"{auth_collector.url}/api/v1/feedback", content=body,
+                     headers={**JSON, "authorization": f"Bearer {ingest}"})
+    assert sent.status_code == 200, sent.text
+    refused = http.post(f"{auth_collector.url}/api/v1/feedback", content=body,
+                        headers={**JSON, "authorization": f"Bearer {read}"})
+    assert refused.status_code == 403 and "needs an ingest key" in refused.json()["detail"]
+    # What the ingest key sent, it cannot read back: apps' keys show no prompt and no feedback.
+    assert http.get(f"{auth_collector.url}/api/v1/traces/{'ab' * 16}",
+                    headers={"authorization": f"Bearer {ingest}"}).status_code == 403

@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from infersight.collector._cli import main as cli
-from infersight.collector.errors import Unauthorized
-from infersight.collector.web import SESSION_MAX_AGE_S, Authenticator, ProjectKeys
+from infersight.collector._keys_cli import ROLES as keys_cli_roles
+from infersight.collector.errors import Forbidden, Unauthorized
+from infersight.collector.web import ROLES, SESSION_MAX_AGE_S, Authenticator, ProjectKeys
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -113,3 +114,68 @@ def test_an_ended_session_stays_ended_for_every_reader_until_its_cookie_expires(
     auth.end_session(auth.session_cookie(key, now_s=now + SESSION_MAX_AGE_S + 5), now_s=now + SESSION_MAX_AGE_S + 6)
     with sqlite3.connect(tmp_path / "keys.db") as db:
         assert db.execute("SELECT count(*) FROM ended_sessions").fetchone() == (1,)
+
+
+def test_create_defaults_to_an_ingest_key_and_list_shows_each_keys_role(tmp_path):
+    made = {}
+    for role in (None, "read", "admin"):
+        args = ["keys", "create", "--project", "shop", "--data-dir", str(tmp_path)]
+        code, out, err = run(*args, *(["--role", role] if role else []))
+        assert code == 0, err
+        made[role or "ingest"] = out.strip()
+        assert f"a {role or 'ingest'} key" in err
+    code, out, err = run("keys", "list", "--data-dir", str(tmp_path))
+    assert code == 0
+    assert re.search(r"PREFIX\s+PROJECT\s+ROLE\s+CREATED", out)
+    for role, key in made.items():
+        assert re.search(rf"{re.escape(key[:12])}\s+shop\s+{role}\s", out), out
+    assert "made before roles existed are admin keys" in err
+    assert run("keys", "create", "--project", "shop", "--role", "owner", "--data-dir", str(tmp_path))[0] == 2
+
+
+def test_keys_made_before_roles_stay_admin_keys(tmp_path):
+    # The key file as the version without roles wrote it.
+    key = "isk_" + "k" * 43
+    with sqlite3.connect(tmp_path / "keys.db") as db:
+        db.executescript("""
+            CREATE TABLE project_keys (key_hash TEXT PRIMARY KEY, prefix TEXT NOT NULL UNIQUE,
+                project TEXT NOT NULL, created_s REAL NOT NULL, revoked_s REAL);
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """)
+        db.execute("INSERT INTO project_keys VALUES (?, ?, 'old', 1.0, NULL)",
+                   (hashlib.sha256(key.encode()).hexdigest(), key[:12]))
+    auth = Authenticator(ProjectKeys(tmp_path))
+    assert auth.grant_for_key(key).role == "admin"
+    assert auth.project_for_authorization(f"Bearer {key}", "ingest") == "old"
+    assert auth.project_for_authorization(f"Bearer {key}", "admin") == "old"
+    assert auth.project_for_session(auth.session_cookie(key)) == "old"
+    assert re.search(rf"{re.escape(key[:12])}\s+old\s+admin\s", run("keys", "list", "--data-dir", str(tmp_path))[1])
+
+
+def test_an_ingest_key_gets_no_dashboard_session_and_reads_nothing(tmp_path):
+    keys = ProjectKeys(tmp_path)
+    key, _ = keys.create("alpha", role="ingest")
+    auth = Authenticator(keys)
+    assert auth.project_for_authorization(f"Bearer {key}", "ingest") == "alpha"
+    for needed in ("read", "admin"):
+        with pytest.raises(Forbidden, match=f"--role {needed}"):
+            auth.project_for_authorization(f"Bearer {key}", needed)
+    with pytest.raises(Forbidden, match="read key"):
+        auth.session_cookie(key)
+
+
+@pytest.mark.parametrize("command", [["list"], ["revoke", "isk_12345678"]])
+def test_reading_or_revoking_makes_no_directory_or_key_file(tmp_path, command):
+    missing = tmp_path / "nowhere"
+    code, _, err = run("keys", *command, "--data-dir", str(missing))
+    assert code != 0 and "does not exist" in err
+    assert not missing.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run("keys", *command, "--data-dir", str(empty))
+    assert code != 0 and "no key file" in err
+    assert list(empty.iterdir()) == []
+
+
+def test_the_command_lines_roles_are_the_web_layers():
+    assert keys_cli_roles == ROLES

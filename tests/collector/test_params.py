@@ -38,6 +38,9 @@ HOSTILE: dict[str, list[str]] = {
     # An empty start/end is an empty form field: no window. Look-backs are for `since`.
     **{name: [v for v in TIMES if v != ""] for name in ("start", "end")},
     **{name: ["NaN", "inf", "-inf", "1e309", "abc", " ", "1,5"] for name in ("score_min", "score_max")},
+    "week": ["garbage", "2026-W99", "2026-W00", "0000-W01", "99999-W01", "2026-13", "\x00", "2026-W1; DROP"],
+    "format": CHOICES,
+    "since_ns": [v for v in NUMBERS if v not in ("0", "1.5")] + ["-5"],
     "cursor": ["garbage", "x" * 2000, "\x00", "eyJmIjoxfQ", "eyJmIjoiIiwicCI6W10sInciOltdfQ"],
     **{name: TEXT for name in ("service", "route", "tenant", "model", "label", "q", "queue", "detector", "user",
                                "session", "tag", "error_type", "rubric")},
@@ -62,7 +65,7 @@ def _read_routes(client: TestClient) -> list[tuple[str, list[str]]]:
         if "get" not in operations or path in ("/healthz", "/metrics", "/openapi.json"):
             continue
         names = [p["name"] for p in operations["get"].get("parameters", []) if p["in"] == "query"]
-        if not path.startswith("/api/") and path not in ("/", "/login", "/digest"):  # "/" has no filters
+        if not path.startswith("/api/") and path not in ("/", "/login", "/digest", "/report/weekly"):  # no filters
             names += [name for name in PAGE_PARAMS if name not in names]
         routes.append((path.replace("{trace_id}", TRACE_ID), names))
     return routes
