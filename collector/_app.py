@@ -28,6 +28,7 @@ from .web import (
     UnreadBodyDrain,
     api_router,
     error_handlers,
+    feedback_router,
     metrics_router,
 )
 
@@ -108,6 +109,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
     # Each stage serves its own data; no two routers share a path.
     app.include_router(ingest_router)
     app.include_router(api_router)
+    app.include_router(feedback_router)
     app.include_router(metrics_router)
     app.include_router(alerts_router)
     app.include_router(judges.router)

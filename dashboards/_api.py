@@ -100,7 +100,7 @@ async def traces(
 async def one_trace(
     store: StoreDep, project: ReadProjectDep, trace_id: str, at: int | None = AtQuery,
 ) -> dict[str, Any]:
-    """Every span of one trace with its latency segments, content, detections and judge scores."""
+    """Every span of one trace with its latency segments, content, detections, judge scores and feedback."""
     try:
         data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))
     except BadRequest as exc:

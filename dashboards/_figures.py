@@ -150,7 +150,22 @@ def quality_figures(data: dict[str, Any]) -> dict[str, Any]:
             title=f"Mean judge score per week and app version — {group['rubric_id']} v{group['rubric_version']}"
                   f" by {group['judge_model']}",
         ))
-    return {"rates": rates, "json": json_bars, "judge": judge}
+    return {"rates": rates, "json": json_bars, "judge": judge, "feedback": feedback_figures(data)}
+
+
+def feedback_figures(data: dict[str, Any]) -> list[Markup]:
+    """One chart per (feedback name, kind): the share of thumbs up, or the mean score, per bucket."""
+    charts = []
+    for i, group in enumerate(data["feedback"]["groups"]):
+        points = every_bucket(data, group["series"])
+        thumbs = group["kind"] == "thumbs"
+        line = Series(group["name"], [p.get("mean") for p in points], PALETTE[i % len(PALETTE)])
+        charts.append(line_chart(
+            [p["bucket"] for p in points], [line],
+            unit="pct" if thumbs else "score", y_max=1.0 if thumbs else None, height=180,
+            title=f"{group['name']}: share of thumbs up" if thumbs else f"{group['name']}: mean score",
+        ))
+    return charts
 
 
 def overview_figures(data: dict[str, Any]) -> dict[str, Markup]:

@@ -24,7 +24,7 @@ from infersight.collector.store import Store, check_choice, since_to_unix_ns, su
 from infersight.collector.store import queues as queue_table
 from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep
 
-from . import _api, _digest_page, _login, _report_routes, _sessions
+from . import _api, _digest_page, _feedback_form, _login, _report_routes, _sessions
 from ._api import AtQuery
 from ._charts import waterfall
 from ._figures import cost_figures, latency_figures, overview_figures, quality_figures, queue_figure
@@ -40,6 +40,7 @@ router.include_router(_api.router)
 router.include_router(_report_routes.router)
 router.include_router(_digest_page.router)
 router.include_router(_sessions.router)
+router.include_router(_feedback_form.router)
 
 OVERVIEW_RANGES = {"1h": "last hour", "24h": "last day", "7d": "last week"}
 

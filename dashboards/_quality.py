@@ -1,4 +1,5 @@
-"""The numbers behind the Quality page: soft-failure rates, judge-score trends, drift findings."""
+"""The numbers behind the Quality page: soft-failure rates, judge-score trends, drift findings,
+users' feedback and how it agrees with the judge."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ from collections import defaultdict
 from typing import Any
 
 from infersight.collector.errors import StoreError
-from infersight.collector.store import Store, call_detections
+from infersight.collector.store import (
+    JUDGE_PASS_SCORE,
+    Store,
+    call_detections,
+    feedback_judge_agreement,
+    feedback_series,
+)
 
 from ._filters import NS, View, finite, where
 from ._queries import COST_DETECTORS, LLM_OPERATIONS, detections_of, window
@@ -84,7 +91,39 @@ def quality(store: Store, project: str, view: View) -> dict[str, Any]:
         "json_classes": [row for row in per_label if row["detector"] == "json"],
         "drift": detections_of(store, project, view, DRIFT_DETECTORS, 50),
         "judge": judge_trends(store, project, view),
+        "feedback": feedback_trends(store, project, view),
     }
+
+
+def feedback_trends(store: Store, project: str, view: View) -> dict[str, Any]:
+    """Users' feedback over the view's window per (name, kind), and its agreement with the judge.
+
+    Kept apart per (name, kind), never averaged together nor into judge scores: for thumbs the
+    share up, for scores their mean. ``agreement`` sets thumbs against the judge's pass/fail at
+    ``pass_score`` (``store.feedback_judge_agreement``). The view's service, route, tenant and
+    model filters do not apply: feedback names a trace, not a call's columns.
+    """
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in feedback_series(store, project, view.start_ns, view.end_ns, view.bucket_s):
+        key = (row["name"], row["kind"])
+        group = groups.setdefault(key, {"name": key[0], "kind": key[1], "count": 0, "negative": 0, "sum": 0.0,
+                                        "series": []})
+        n, mean = int(row["count"]), float(row["mean"])
+        group["count"] += n
+        group["negative"] += int(row["negative"])
+        group["sum"] += n * mean
+        group["series"].append({"bucket": int(row["bucket"]), "count": n, "mean": mean})
+    out = []
+    for group in groups.values():
+        total = group.pop("sum")
+        out.append(group | {"mean": total / group["count"] if group["count"] else None})
+    try:
+        agreement = feedback_judge_agreement(store, project, view.start_ns, view.end_ns)
+    except StoreError as exc:  # a store without judge_scores, as judge_trends allows
+        if "UNKNOWN_TABLE" not in str(exc) and "does not exist" not in str(exc):
+            raise
+        agreement = []
+    return {"groups": out, "agreement": agreement, "pass_score": JUDGE_PASS_SCORE}
 
 
 def judge_trends(store: Store, project: str, view: View, *, weeks: int = JUDGE_WEEKS) -> dict[str, Any]:

@@ -24,7 +24,16 @@ from ._filters import NS, View, view_between
 from ._quality import quality
 from ._queries import LLM_OPERATIONS, alerts, cost, latency
 from ._templates import env
-from ._weekly_trends import TREND_WEEKS, judge_trend, moves, traces_link, trend_figures, trends, week_label
+from ._weekly_trends import (
+    TREND_WEEKS,
+    feedback_trend,
+    judge_trend,
+    moves,
+    traces_link,
+    trend_figures,
+    trends,
+    week_label,
+)
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 DAY_S = 86400
@@ -179,6 +188,7 @@ def weekly_data(store: Store, project: str, monday: datetime, *, progress: bool 
         "trends": trends(weeks),
         "moves": moves(this, before, monday, end),
         "judge_trend": judge_trend(qual, mondays),
+        "feedback_trend": feedback_trend(weeks),
         "notable": notable(lat, lat_prev, spend, spend_prev, qual, qual_prev, fired),
     }
 

@@ -1,5 +1,5 @@
 """Trace search and one trace in full: its spans as a waterfall, with each LLM call's latency
-anatomy (queue wait, prefill, decode), prompt, output, detections and judge scores."""
+anatomy (queue wait, prefill, decode), prompt, output, detections, judge scores and feedback."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from infersight.collector.store import (
     span_finish_reason,
     spend_of,
     spend_sql,
+    trace_feedback,
 )
 from infersight.detectors import parse_messages
 
@@ -150,6 +151,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         params,
     )
     judged = _judge_scores(store, params)
+    feedback = trace_feedback(store, project, trace_id)
     # The trace's spend from its counted rows, as every other surface sums it: a call two spans
     # describe is counted once, estimates apart, unknown never 0.
     (spend,) = store.query(
@@ -165,6 +167,11 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         per_span_scores[row["span_id"]].append(row)
 
     spans = [_span(row) for row in rows]
+    span_ids = {s["span_id"] for s in spans}
+    per_span_feedback: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in feedback:
+        if row["span_id"] in span_ids:
+            per_span_feedback[row["span_id"]].append(row)
     fill_finish_reasons(store, project, [s for s in spans if s["llm"]], trace_id)
     begin = min(s["start_ns"] - int((s["queue_before_s"] or 0) * NS) for s in spans)
     finish = max(s["start_ns"] + s["duration_ns"] for s in spans)
@@ -172,6 +179,7 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         span["offset_s"] = (span["start_ns"] - begin) / NS
         span["detections"] = per_span_detections.get(span["span_id"], [])
         span["judge_scores"] = per_span_scores.get(span["span_id"], [])
+        span["feedback"] = per_span_feedback.get(span["span_id"], [])
         # The counted span of a call this one repeats (in another trace when the pair spans two).
         counted = span["attributes"].get("infersight.same_call_as")
         span["same_call"] = counted and {"trace_id": span["attributes"].get("infersight.same_call_trace") or trace_id,
@@ -183,6 +191,8 @@ def trace(store: Store, project: str, trace_id: str, *, at_s: int | None = None)
         "duration_s": (finish - begin) / NS,
         "spans": ordered,
         "judge_available": judged is not None,
+        # On the trace, or on a span the trace does not (yet) hold: shown, never dropped.
+        "feedback": [row for row in feedback if row["span_id"] not in span_ids],
         **spend_of(spend),
         "errors": sum(1 for s in spans if s["status"] == "error"),
     }

@@ -163,6 +163,18 @@ def judge_trend(quality: dict[str, Any], mondays: list[datetime]) -> list[dict[s
     return out
 
 
+def feedback_trend(weeks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Users' feedback per (name, kind) over the report's weeks, as the Quality page shows each
+    week: per week ``count``, ``negative`` (thumbs down) and ``mean`` (the share up for thumbs,
+    the mean for scores; never mixed, never set beside judge scores as one number)."""
+    per: dict[tuple[str, str], list[dict[str, Any] | None]] = {}
+    for i, w in enumerate(weeks):
+        for group in w["quality"]["feedback"]["groups"]:
+            cell = {"count": group["count"], "negative": group["negative"], "mean": group["mean"]}
+            per.setdefault((group["name"], group["kind"]), [None] * len(weeks))[i] = cell
+    return [{"name": name, "kind": kind, "weeks": cells} for (name, kind), cells in sorted(per.items())]
+
+
 def trend_figures(data: dict[str, Any]) -> dict[str, Markup]:
     """The trends as charts, one point per week."""
     xs = data["xs"]

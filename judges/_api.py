@@ -115,6 +115,7 @@ class _Run(BaseModel):
     rate: float = Field(0.02, ge=0, le=1)
     min_per_stratum: int = Field(3, ge=0)
     flagged_rate: float = Field(0.25, ge=0, le=1)
+    negative_feedback_rate: float = Field(1.0, ge=0, le=1)
     max_calls: int | None = Field(2000, ge=0)
     max_usd: float | None = Field(5.0, ge=0)
     pace: bool = True

@@ -255,6 +255,9 @@ def judge() -> None:
               help="Expected judged spans per tenant and route at least.")
 @click.option("--flagged-rate", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="Sampling rate of spans a detector flagged.")
+@click.option("--negative-feedback-rate", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Sampling rate of spans whose trace a user gave a thumbs down (sdk.feedback, "
+                   "POST /api/v1/feedback); they are judged first. 0: feedback does not steer the sample.")
 @click.option("--max-calls", type=_Cap(int), default=2000, show_default=True,
               help="Daily budget in judge calls (shared with the collector's background judge); 'none': no cap.")
 @click.option("--max-usd", type=_Cap(float), default=5.0, show_default=True,
@@ -267,8 +270,9 @@ def judge() -> None:
 @_judge_options
 @_store_options
 def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate: float, min_per_stratum: int,
-                flagged_rate: float, max_calls: int | None, max_usd: float | None, pace: bool, progress: bool,
-                data_dir: Path, project: str | None, key: str | None, **opts: Any) -> None:
+                flagged_rate: float, negative_feedback_rate: float, max_calls: int | None, max_usd: float | None,
+                pace: bool, progress: bool, data_dir: Path, project: str | None, key: str | None,
+                **opts: Any) -> None:
     """Sample spans since --since and judge them (a backfill with --since 7d).
 
     While a collector owns --data-dir the run happens in that collector, which calls the judge.
@@ -280,7 +284,7 @@ def run_command(since: str, until: str | None, rubric_ids: tuple[str, ...], rate
     request = RunRequest(
         since_ns=_since_ns(since), until_ns=_since_ns(until, "--until") if until else time.time_ns(),
         rubric_ids=rubric_ids, rate=rate, min_per_stratum=min_per_stratum, flagged_rate=flagged_rate,
-        max_calls=max_calls, max_usd=max_usd, pace=pace)
+        negative_feedback_rate=negative_feedback_rate, max_calls=max_calls, max_usd=max_usd, pace=pace)
     options, judge_client = _judge_of(opts)
     _rubrics(options, rubric_ids)
     with contextlib.closing(judge_client):

@@ -77,6 +77,7 @@ class RunRequest:
     rate: float = 0.02
     min_per_stratum: int = 3
     flagged_rate: float = 0.25
+    negative_feedback_rate: float = 1.0
     max_calls: int | None = 2000
     max_usd: float | None = 5.0
     pace: bool = True
@@ -111,7 +112,8 @@ def run_judging(store: Store, project: str, options: JudgeOptions, request: RunR
     try:
         check_price(client, request.max_usd)
         policy = SamplingPolicy(rate=request.rate, min_per_stratum=request.min_per_stratum,
-                                flagged_rate=request.flagged_rate)
+                                flagged_rate=request.flagged_rate,
+                                negative_feedback_rate=request.negative_feedback_rate)
         runner = JudgeRunner(store, client, rubrics, project=project, sampler=Sampler(store, policy),
                              budget=Budget(max_calls=request.max_calls, max_usd=request.max_usd, paced=request.pace),
                              concurrency=options.concurrency)

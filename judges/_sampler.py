@@ -10,12 +10,18 @@ The inclusion rate of a span in stratum (tenant, route) with ``n`` candidate spa
     stratum rate = max(rate, min(1, min_per_stratum / n))
     inclusion    = max(stratum rate, flagged_rate) if a detector flagged the span, else stratum rate
 
-so a small tenant or route gets about ``min_per_stratum`` judged spans per window (all of them
-when it has fewer) instead of none, and flagged spans are judged more often. The rate is stored
-with each score (``sample_rate``) so averages can undo the stratification.
+    inclusion    = max(inclusion, negative_feedback_rate) if a user gave its trace a thumbs down
 
-Spans come out ordered by ``trace_fraction / inclusion rate``, which is uniform within every
-stratum: when the daily budget cuts the list short, every stratum loses the same share.
+so a small tenant or route gets about ``min_per_stratum`` judged spans per window (all of them
+when it has fewer) instead of none, flagged spans are judged more often, and the calls users
+turned down are judged always (by default): the judge's verdict on them is what a reviewer
+wants next to the user's. Thumbs down given any time since the window began count, since
+feedback comes after its call. The rate is stored with each score (``sample_rate``) so averages
+can undo the stratification.
+
+Spans of traces with a thumbs down come out first; the rest ordered by ``trace_fraction /
+inclusion rate``, which is uniform within every stratum: when the daily budget cuts the list
+short, every stratum loses the same share.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from infersight.collector.store import Store
 from ._content import answer_text, parse_messages
 from ._records import chunks
 from ._types import JUDGE_ROUTE, SampledSpan
+
+THUMBS = "thumbs"  # the feedback kind of a thumbs up (1) or down (0): sql/080_feedback.sql
 
 FlaggedSpans = Callable[[str, int, int], Iterable[str]]
 """``(project, since_ns, until_ns) -> span ids`` flagged in that window, besides ``detections``."""
@@ -44,13 +52,16 @@ _SAMPLE_SQL = """
 SELECT toUnixTimestamp64Nano(ts) AS ts_ns, trace_id, span_id, tenant, route, service_version, model,
        flagged,
        greatest({rate:Float64}, least(1.0, {min_per_stratum:Float64} / stratum_size)) AS stratum_rate,
-       if(flagged, greatest(stratum_rate, {flagged_rate:Float64}), stratum_rate) AS inclusion_rate,
-       u
+       if(flagged, greatest(stratum_rate, {flagged_rate:Float64}), stratum_rate) AS flagged_rate_of,
+       if(disliked, greatest(flagged_rate_of, {negative_feedback_rate:Float64}), flagged_rate_of) AS inclusion_rate,
+       u, disliked
 FROM (
     SELECT ts, trace_id, span_id, tenant, route, service_version, model,
            count() OVER (PARTITION BY tenant, route) AS stratum_size,
            reinterpretAsUInt64(MD5(trace_id)) / 18446744073709551616 AS u,
-           (has({flagged:Array(String)}, span_id)__DETECTIONS__) AS flagged
+           (has({flagged:Array(String)}, span_id)__DETECTIONS__) AS flagged,
+           trace_id IN (SELECT trace_id FROM feedback WHERE project = {project:String} AND kind = {thumbs:String}
+                        AND value < 0.5 AND ts >= fromUnixTimestamp64Nano({since_ns:Int64})) AS disliked
     FROM llm_spans
     WHERE project = {project:String}
       AND ts >= fromUnixTimestamp64Nano({since_ns:Int64}) AND ts < fromUnixTimestamp64Nano({until_ns:Int64})
@@ -58,7 +69,7 @@ FROM (
       AND kind = 'llm'  -- only model calls produce an answer to judge
 )
 WHERE u < inclusion_rate
-ORDER BY u / inclusion_rate, span_id
+ORDER BY NOT disliked, u / inclusion_rate, span_id
 """
 
 _CONTENT_SQL = """
@@ -91,14 +102,17 @@ class SamplingPolicy:
         min_per_stratum: expected judged spans per (tenant, route) per window at least; a
             stratum with fewer spans than this is judged whole. 0 turns stratification off.
         flagged_rate: share of detector-flagged spans judged (at least the stratum's rate).
+        negative_feedback_rate: share of spans judged whose trace a user gave a thumbs down
+            (at least the other rates); they are judged first. 0 leaves feedback out.
     """
 
     rate: float = 0.02
     min_per_stratum: int = 3
     flagged_rate: float = 0.25
+    negative_feedback_rate: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("rate", "flagged_rate"):
+        for name in ("rate", "flagged_rate", "negative_feedback_rate"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"The '{name}' parameter of SamplingPolicy must be within [0, 1]; got {value!r}.")
@@ -144,6 +158,7 @@ class Sampler:
             "project": project, "since_ns": since_ns, "until_ns": until_ns, "judge_route": JUDGE_ROUTE,
             "rate": float(self.policy.rate), "min_per_stratum": float(self.policy.min_per_stratum),
             "flagged_rate": float(self.policy.flagged_rate), "flagged": list(flagged_ids),
+            "negative_feedback_rate": float(self.policy.negative_feedback_rate), "thumbs": THUMBS,
         })
         return [
             SampledSpan(

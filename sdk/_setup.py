@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
+from . import _feedback
 from ._content import Redactor, redact_builtin
 from ._export import ANSWER_WAIT_S, SHUTDOWN_BOUND_S, ExportProcessor
 from ._guard import record_failure
@@ -253,6 +254,8 @@ def init(
                 provider.add_span_processor(_state.processor)
             except Exception as exc:  # noqa: BLE001 - a bad endpoint must not take the app down
                 logger.warning("infersight: span export disabled: %r", exc)
+        if export:
+            _feedback.configure(_base_url(endpoint) + "/api/v1/feedback", _auth_headers(api_key))
         if owns:
             _created.add(provider)
             if not isinstance(global_provider, TracerProvider):  # OpenTelemetry allows setting it once
@@ -378,6 +381,7 @@ def shutdown(timeout_s: float | None = None) -> None:
             record_failure("shutdown", exc)
     if provider is not None:  # its processors: the export one is stopped, the others return at once
         _stop(provider.shutdown)
+    _feedback.stop(max(bound - (time.monotonic() - started), 0.0) if delivered else 0.0)
     if meter_provider is not None and (owns_meters or watching_queues()):
         # One last metrics export, each queue's point marked ended. It goes to the same collector:
         # when that just took every span, it is given as long as a span batch would be; when not,

@@ -26,6 +26,16 @@ from ._events import (
     span_finish_reason,
     span_finish_reasons,
 )
+from ._feedback import (
+    JUDGE_PASS_SCORE,
+    feedback_judge_agreement,
+    feedback_rows,
+    feedback_series,
+    insert_feedback,
+    negative_feedback_traces,
+    trace_feedback,
+)
+from ._feedback import KINDS as FEEDBACK_KINDS
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
 from ._metrics import call_figures
@@ -44,6 +54,8 @@ __all__ = [
     "ChdbStore",
     "ClickHouseStore",
     "DataDirLocked",
+    "FEEDBACK_KINDS",
+    "JUDGE_PASS_SCORE",
     "KINDS",
     "LLM",
     "PENDING_DEAD_LETTERS",
@@ -67,6 +79,9 @@ __all__ = [
     "detections",
     "encode_rows",
     "event_finish_reasons",
+    "feedback_judge_agreement",
+    "feedback_rows",
+    "feedback_series",
     "fill_finish_reasons",
     "find_sessions",
     "find_traces",
@@ -74,9 +89,11 @@ __all__ = [
     "held_spans",
     "histogram_sql",
     "insert_error",
+    "insert_feedback",
     "join_events",
     "kind_of",
     "merge_histograms",
+    "negative_feedback_traces",
     "operation_of",
     "operations_of",
     "percentiles",
@@ -93,6 +110,7 @@ __all__ = [
     "spend_sql",
     "statements",
     "summary",
+    "trace_feedback",
     "usd",
     "usd_text",
 ]

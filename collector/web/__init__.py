@@ -7,7 +7,8 @@ store and the caller's project with the role each route needs, the origin checks
 change state, the security headers, the error answers (:class:`ErrorPages` brings the pages
 of whoever serves them) and the body drain; and the CLI's way to a data directory: its store,
 or the collector that owns it (:func:`store_or_collector`).
-Its own routes are the shared read API over the store and the spool (``api_router``) and the
+Its own routes are the shared read API over the store and the spool (``api_router``), apps'
+feedback on traces (``feedback_router``) and the
 collector's health in Prometheus text (``metrics_router``). The app factory mounts them all.
 """
 
@@ -37,6 +38,7 @@ from ._deps import (
     route_role,
 )
 from ._error_pages import ErrorPages
+from ._feedback import router as feedback_router
 from ._keys import KEYS_FILE, KeyBook, KeyInfo, ProjectKeys
 from ._metrics import router as metrics_router
 from ._origin import NotCrossSiteDep, SameOriginDep
@@ -74,6 +76,7 @@ __all__ = [
     "api_router",
     "collector_url",
     "error_handlers",
+    "feedback_router",
     "key_project",
     "metrics_router",
     "open_key_book",

@@ -107,3 +107,29 @@ def test_the_cli_writes_one_self_contained_file(tmp_path):
     assert bad.returncode == 2 and "ISO week like 2026-W48" in bad.stderr
     missing = _cli("--out", str(out), "--data-dir", str(tmp_path / "nowhere"))
     assert missing.returncode == 1 and "no infersight store" in missing.stderr
+
+
+def test_feedback_per_week_sits_beside_the_judge_trends_never_mixed(any_dash):
+    from infersight.collector.store import feedback_rows, insert_feedback
+    from tests.dashboards.data import judge_row
+
+    dash = any_dash
+    known_weeks(dash)
+    base10, base9 = int(W10.timestamp()) * NS, int(W10.timestamp() - 7 * 86400) * NS
+    w10 = [{"trace_id": f"{i:032x}", "thumbs": t} for i, t in ((2, "down"), (3, "up"), (4, "down"), (5, "down"))]
+    insert_feedback(dash.store, feedback_rows([*w10, {"trace_id": f"{2:032x}", "score": 4, "name": "stars"}],
+                                              dash.project, now_ns=base10 + 50 * 3600 * NS))
+    insert_feedback(dash.store, feedback_rows({"trace_id": f"{201:032x}", "thumbs": "up"}, dash.project,
+                                              now_ns=base9 + 30 * 3600 * NS))
+    trace_2 = dash.call(start_ns=base10 + 4 * 3600 * NS, trace_id=f"{2:032x}")
+    dash.add("judge_scores", [judge_row(trace_2, 5)])  # the judge passes what the user turned down
+
+    html = weekly_report(dash.store, dash.project, W10)
+    trends = section(html, "trends")
+    thumbs = row(trends, "user_feedback")
+    assert "100.0%" in thumbs and "(0 down of 1)" in thumbs  # W09
+    assert "25.0%" in thumbs and "(3 down of 4)" in thumbs  # W10
+    stars = row(trends, "stars")
+    assert "4.00" in stars and "n=1" in stars and "%" not in stars
+    agreement = row(trends, "user_feedback</td><td>helpfulness v1 · judge-small")
+    assert ">0.0%<" in agreement

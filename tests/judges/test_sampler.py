@@ -133,3 +133,32 @@ def test_policy_validates_its_parameters():
         SamplingPolicy(rate=1.5)
     with pytest.raises(ValueError, match="min_per_stratum"):
         SamplingPolicy(min_per_stratum=-1)
+
+
+def test_traces_users_turned_down_are_judged_always_and_first(judge_store, project):
+    from infersight.collector.store import feedback_rows, insert_feedback
+
+    spans = [Span(trace_id_for(project, i)) for i in range(400)]
+    insert_spans(judge_store, project, spans)
+    # Of the traces the 5% base rate would skip, five got a thumbs down, one a thumbs up, one a low score.
+    skipped = [s for s in spans if trace_fraction(s.trace_id) > 0.5]
+    down, up, scored = skipped[:5], skipped[5], skipped[6]
+    insert_feedback(judge_store, feedback_rows(
+        [{"trace_id": s.trace_id, "thumbs": "down"} for s in down]
+        + [{"trace_id": up.trace_id, "thumbs": "up"}, {"trace_id": scored.trace_id, "score": 0}],
+        project, now_ns=time.time_ns(),
+    ))
+    policy = SamplingPolicy(rate=0.05, min_per_stratum=0)
+    sample = Sampler(judge_store, policy, use_detections=False).sample(project, *WINDOW)
+    ids = [s.span_id for s in sample]
+    assert set(ids[:5]) == {s.span_id for s in down}  # first, in budget order among themselves
+    assert [trace_fraction(s.trace_id) for s in sample[:5]] == sorted(trace_fraction(s.trace_id) for s in down)
+    assert {s.sample_rate for s in sample[:5]} == {1.0}
+    assert up.span_id not in ids and scored.span_id not in ids  # only a thumbs down counts
+    assert {s.trace_id for s in sample[5:]} == {s.trace_id for s in spans if trace_fraction(s.trace_id) < 0.05}
+
+    off = Sampler(judge_store, SamplingPolicy(rate=0.05, min_per_stratum=0, negative_feedback_rate=0.0),
+                  use_detections=False).sample(project, *WINDOW)
+    assert not {s.span_id for s in down} & {s.span_id for s in off}
+    # Another project's thumbs down on these trace ids samples nothing here.
+    assert Sampler(judge_store, policy, use_detections=False).sample(project + "-b", *WINDOW) == []
