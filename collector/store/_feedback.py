@@ -142,13 +142,20 @@ def insert_feedback(store: Store, rows: Sequence[Mapping[str, Any]]) -> None:
     store.insert("feedback", body, dedup_token=hashlib.sha256(body).hexdigest())
 
 
+def distinct_feedback(where: str) -> str:
+    """The feedback rows matching ``where`` (SQL over the table's columns, values bound), each id
+    once: the SDK re-sends an item whose answer was lost, with the same id. Every reader counts
+    feedback through this subquery."""
+    return f"(SELECT * FROM feedback WHERE {where} ORDER BY ts DESC LIMIT 1 BY id)"
+
+
 def trace_feedback(store: Store, project: str, trace_id: str) -> list[dict[str, Any]]:
     """The feedback of ``project`` on one trace and its spans, oldest first; each row has ``id``,
     ``ts_ms``, ``trace_id``, ``span_id`` (empty for the trace), ``name``, ``kind``, ``value``,
     ``comment``, ``source``, ``created_by`` and ``shown`` (``up``/``down`` or the score)."""
     rows = store.query(
-        f"SELECT {_COLUMNS} FROM feedback WHERE project = {{project:String}} AND trace_id = {{trace_id:String}}"
-        " ORDER BY ts DESC LIMIT 1 BY id",
+        f"SELECT {_COLUMNS} FROM {distinct_feedback('project = {project:String} AND trace_id = {trace_id:String}')}"
+        " ORDER BY ts DESC",
         {"project": project, "trace_id": trace_id},
     )
     return [row | {"shown": shown_value(row["kind"], row["value"])} for row in reversed(rows)]
@@ -169,10 +176,9 @@ def feedback_series(store: Store, project: str, start_ns: int, end_ns: int, buck
         "SELECT toUnixTimestamp(toStartOfInterval(toDateTime(ts, 'UTC'), INTERVAL {bucket:UInt32} SECOND)) AS bucket,"
         " name, kind, count() AS count, avg(value) AS mean,"
         " countIf(kind = {thumbs:String} AND value < 0.5) AS negative"
-        " FROM (SELECT * FROM feedback WHERE project = {project:String}"
-        " AND ts >= fromUnixTimestamp64Nano({start:Int64}) AND ts < fromUnixTimestamp64Nano({end:Int64})"
-        " ORDER BY ts DESC LIMIT 1 BY id)"
-        " GROUP BY bucket, name, kind ORDER BY bucket, name, kind",
+        " FROM " + distinct_feedback("project = {project:String} AND ts >= fromUnixTimestamp64Nano({start:Int64})"
+                                     " AND ts < fromUnixTimestamp64Nano({end:Int64})")
+        + " GROUP BY bucket, name, kind ORDER BY bucket, name, kind",
         {"project": project, "start": start_ns, "end": end_ns, "bucket": bucket_s, "thumbs": THUMBS},
     )
 
@@ -213,7 +219,7 @@ def feedback_judge_agreement(
         " countIf(j.passed AND f.up) AS pass_up, countIf(j.passed AND NOT f.up) AS pass_down,"
         " countIf(NOT j.passed AND f.up) AS fail_up, countIf(NOT j.passed AND NOT f.up) AS fail_down"
         " FROM (SELECT trace_id, name, avg(value) > 0.5 AS up FROM"
-        f" (SELECT * FROM feedback WHERE {window} ORDER BY ts DESC LIMIT 1 BY id)"
+        f" {distinct_feedback(window)}"
         " GROUP BY trace_id, name HAVING avg(value) != 0.5) AS f"
         " INNER JOIN (SELECT trace_id, judge_model, rubric_id, rubric_version, avg(score) >= {pass:Float64} AS passed"
         " FROM judge_scores WHERE project = {project:String}"

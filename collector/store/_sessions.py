@@ -24,6 +24,7 @@ from infersight.detectors import parse_messages
 
 from ..errors import BadRequest
 from ._base import Store
+from ._feedback import distinct_feedback
 from ._histogram import histogram_sql, merge_histograms, percentiles
 from ._kinds import LLM
 from ._money import spend_of, spend_sql
@@ -273,9 +274,10 @@ def _judge_means(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def _feedback(store: Store, params: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Feedback rows per trace and (name, kind); feedback comes after its trace, so no upper time bound."""
     rows = store.query(
-        "SELECT trace_id, name, kind, count() AS n, countIf(value >= 0.5) AS up, sum(value) AS total FROM feedback"
-        " WHERE project = {project:String} AND ts >= fromUnixTimestamp64Nano({from_ns:Int64})"
-        " AND trace_id IN {ids:Array(String)} GROUP BY trace_id, name, kind",
+        "SELECT trace_id, name, kind, count() AS n, countIf(value >= 0.5) AS up, sum(value) AS total FROM "
+        + distinct_feedback("project = {project:String} AND ts >= fromUnixTimestamp64Nano({from_ns:Int64})"
+                            " AND trace_id IN {ids:Array(String)}")
+        + " GROUP BY trace_id, name, kind",
         params,
     )
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)

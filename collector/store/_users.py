@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import BadRequest
 from ._base import Store
+from ._feedback import distinct_feedback
 from ._kinds import LLM
 from ._money import spend_of, spend_sql
 from ._sessions import SESSION_COLUMNS, _conditions, _fingerprint, feedback_summary
@@ -96,9 +97,10 @@ def _feedback(
         return {}
     found = store.query(
         "SELECT s.tenant AS tenant, s.user_id AS user_id, f.name AS name, f.kind AS kind, count() AS n,"
-        " countIf(f.value >= 0.5) AS up, sum(f.value) AS total FROM feedback AS f INNER JOIN"
+        " countIf(f.value >= 0.5) AS up, sum(f.value) AS total"
+        f" FROM {distinct_feedback('project = {project:String}')} AS f INNER JOIN"
         f" (SELECT DISTINCT trace_id, tenant, user_id {matching} AND user_id IN {{users:Array(String)}}) AS s"
-        " ON f.trace_id = s.trace_id WHERE f.project = {project:String}"
+        " ON f.trace_id = s.trace_id"
         " GROUP BY tenant, user_id, name, kind",
         {**params, "users": sorted({row["user_id"] for row in rows})},
     )
