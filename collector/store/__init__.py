@@ -21,6 +21,7 @@ from ._clickhouse import ClickHouseStore
 from ._events import event_finish_reasons, fill_finish_reasons
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
+from ._lease import LEASE_TTL_S, Lease, holder_name
 from ._metrics import call_figures
 from ._money import UNPRICED, spend_of, spend_sql, usd
 from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
@@ -36,7 +37,9 @@ __all__ = [
     "ClickHouseStore",
     "DataDirLocked",
     "KINDS",
+    "LEASE_TTL_S",
     "LLM",
+    "Lease",
     "PENDING_DEAD_LETTERS",
     "Store",
     "StoreError",
@@ -60,6 +63,7 @@ __all__ = [
     "find_traces",
     "held_spans",
     "histogram_sql",
+    "holder_name",
     "insert_error",
     "kind_of",
     "merge_histograms",
