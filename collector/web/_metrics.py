@@ -69,7 +69,11 @@ def render(counters: dict[str, int], depth: SpoolDepth, leases: Mapping[str, boo
         "spool_rows": ("Spans acknowledged but not yet stored.", depth.rows),
         "spool_bytes": ("Compressed bytes the spool holds.", depth.bytes),
         "spool_max_bytes": ("Spool size at which /v1/traces answers 503.", depth.max_bytes),
-        "spool_oldest_age_seconds": ("Age of the oldest spool entry; 0 when empty.", round(depth.oldest_age_s, 3)),
+        "spool_oldest_age_seconds": (
+            "Age of the oldest entry not yet stored; 0 when none.", round(depth.oldest_age_s, 3)),
+        "detection_backlog_spans": (
+            "Stored spans (queryable) whose inline detections are still to come; past the bound, the detectors "
+            "sample and count the rest as not analysed (sampled).", depth.backlog_rows),
     }
     for name, (help_text, value) in gauges.items():
         metric = f"infersight_{name}"
