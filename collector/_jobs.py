@@ -174,7 +174,9 @@ class Scheduler:
             wait_s = max(job.first_after_s - (clock.now() - started), 0.0)
         while not clock.wait(self._stop, wait_s):
             if job.lease is not None and not job.lease.held():
-                wait_s = job.lease.ttl_s / 3  # due, and another collector runs it: look again
+                # Due, and another collector runs it (look again at the next renewal), or the
+                # lease was not tried yet (the first turn after the start: look again shortly).
+                wait_s = job.lease.ttl_s / 3 if job.lease.renewals else 0.05
                 continue
             started = clock.now()
             self._run(job, job.run)
