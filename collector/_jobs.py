@@ -133,8 +133,9 @@ class Scheduler:
             self._threads.append(thread)
 
     def stop(self, timeout_s: float = 30.0, *, release: bool = True) -> None:
-        """Stop every job; then give up the leases held (``release=False`` leaves them to expire,
-        as a killed process does), so another collector need not wait out the TTL."""
+        """Stop every job; then give up the leases of the jobs that ended (``release=False``
+        leaves them to expire, as a killed process does), so another collector need not wait out
+        the TTL."""
         self._stop.set()
         for job in self._jobs:
             if job.interrupt is not None:
@@ -142,8 +143,9 @@ class Scheduler:
         deadline = time.monotonic() + timeout_s
         for thread in self._threads + self._lease_threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
-        for job in self._jobs:
-            if release and job.lease is not None:
+        for job, thread in zip(self._jobs, self._threads, strict=False):
+            # A run that outlived the timeout keeps its lease until it expires: no second runner meanwhile.
+            if release and job.lease is not None and not thread.is_alive():
                 try:
                     job.lease.release()
                 except StoreError:  # the store is gone: the lease expires by itself
