@@ -275,11 +275,11 @@ def _thread_category(is_server: bool, thread_name: str) -> str:
 
 
 def _create_key(data_dir: Path, infersight: str = INFERSIGHT) -> str:
-    # The documented CLI, as an operator would; the key is the first line of its stdout.
-    done = subprocess.run(
-        [infersight, "keys", "create", "--project", PROJECT, "--data-dir", str(data_dir)],
-        capture_output=True, text=True, check=True,
-    )
+    # The documented CLI, as an operator would; the key is the first line of its stdout. The
+    # benchmark reads the summary too, so an admin key where keys have roles.
+    command = [infersight, "keys", "create", "--project", PROJECT, "--data-dir", str(data_dir)]
+    roles = "--role" in subprocess.run([infersight, "keys", "create", "--help"], capture_output=True, text=True).stdout
+    done = subprocess.run(command + (["--role", "admin"] if roles else []), capture_output=True, text=True, check=True)
     return done.stdout.splitlines()[0].strip()
 
 
