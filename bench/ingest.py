@@ -178,9 +178,9 @@ class IngestResult:
 class Collector:
     """The collector child process plus the HTTP calls the benchmark makes besides the load."""
 
-    def __init__(self, data_dir: Path, extra_args: tuple[str, ...] = ()) -> None:
-        self.key = _create_key(data_dir)
-        self.process = CollectorChild(data_dir, free_port(), extra_args)
+    def __init__(self, data_dir: Path, extra_args: tuple[str, ...] = (), infersight: str = INFERSIGHT) -> None:
+        self.key = _create_key(data_dir, infersight)
+        self.process = CollectorChild(data_dir, free_port(), extra_args, infersight=infersight)
         self.pid = self.process.pid
         self.url = self.process.url
         self.auth = {"authorization": f"Bearer {self.key}"}
@@ -274,12 +274,12 @@ def _thread_category(is_server: bool, thread_name: str) -> str:
     return CPU_PLACES[4]
 
 
-def _create_key(data_dir: Path) -> str:
-    # The documented CLI, as an operator would; the key is the first line of its stdout.
-    done = subprocess.run(
-        [INFERSIGHT, "keys", "create", "--project", PROJECT, "--role", "admin", "--data-dir", str(data_dir)],
-        capture_output=True, text=True, check=True,
-    )
+def _create_key(data_dir: Path, infersight: str = INFERSIGHT) -> str:
+    # The documented CLI, as an operator would; the key is the first line of its stdout. The
+    # benchmark reads the summary too, so an admin key where keys have roles.
+    command = [infersight, "keys", "create", "--project", PROJECT, "--data-dir", str(data_dir)]
+    roles = "--role" in subprocess.run([infersight, "keys", "create", "--help"], capture_output=True, text=True).stdout
+    done = subprocess.run(command + (["--role", "admin"] if roles else []), capture_output=True, text=True, check=True)
     return done.stdout.splitlines()[0].strip()
 
 
@@ -287,9 +287,10 @@ class CollectorChild:
     """``infersight collector`` started as an operator starts it, in a child process; ready once
     ``/healthz`` answers."""
 
-    def __init__(self, data_dir: Path, port: int, extra_args: tuple[str, ...] = (), timeout_s: float = 60.0) -> None:
+    def __init__(self, data_dir: Path, port: int, extra_args: tuple[str, ...] = (), timeout_s: float = 60.0,
+                 infersight: str = INFERSIGHT) -> None:
         self.url = f"http://{HOST}:{port}"
-        self.process = subprocess.Popen([INFERSIGHT, "collector", "--port", str(port), "--data-dir", str(data_dir),
+        self.process = subprocess.Popen([infersight, "collector", "--port", str(port), "--data-dir", str(data_dir),
                                          *extra_args])
         self.pid = self.process.pid
         ready = wait_until(self._ready, timeout_s)
@@ -436,6 +437,86 @@ def run(quick: bool = False, batches: tuple[int, ...] = (512,), content: tuple[b
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def queryable(c: Collector, rate: float, seconds: float, batch: int, drain_timeout_s: float) -> list[float]:
+    """Seconds from each acknowledgement until its spans are queryable, at ``rate`` spans/s of
+    spans with content (paced, from ``CLIENT_THREADS`` threads).
+
+    A probe counts the stored spans through ``/api/v1/summary`` every 0.2 s (the resolution of
+    the figure). The spool is drained oldest first, so the spans of a request acknowledged when
+    ``n`` spans had been acknowledged are queryable once ``n`` are: its latency is the first
+    probe at or above ``n`` minus the time of the acknowledgement.
+    """
+    bodies = [build_body(batch, seed=batch * 1000 + i, content=True) for i in range(BODY_POOL)]
+    headers = {"content-type": "application/x-protobuf", **c.auth}
+    c.http.post(f"{c.url}/v1/traces", content=_fresh_ids(bodies[0], next(_REQUESTS)), headers=headers)
+    wait_until(lambda: c.stored_spans() >= batch, drain_timeout_s)  # warmed up: workers started, first insert
+    before = c.stored_spans()
+    lock = threading.Lock()
+    acks: list[tuple[float, int]] = []  # (time of the ack, spans acknowledged up to and with it)
+    probes: list[tuple[float, int]] = []
+    acked = 0
+    started = time.monotonic()
+    per_thread_s = batch * CLIENT_THREADS / rate  # between one thread's requests
+
+    def worker(index: int) -> None:
+        nonlocal acked
+        with httpx.Client(trust_env=False, timeout=60) as client:
+            n = 0
+            while (due := started + index * per_thread_s / CLIENT_THREADS + n * per_thread_s) < started + seconds:
+                time.sleep(max(due - time.monotonic(), 0.0))
+                body = _fresh_ids(bodies[(index + n) % BODY_POOL], next(_REQUESTS))
+                response = client.post(f"{c.url}/v1/traces", content=body, headers=headers)
+                with lock:
+                    if response.status_code == 200:
+                        acked += batch
+                        acks.append((time.monotonic(), acked))
+                n += 1
+
+    def probe() -> None:
+        while not done.wait(0.2):
+            probes.append((time.monotonic(), c.stored_spans() - before))
+
+    done = threading.Event()
+    prober = threading.Thread(target=probe)
+    prober.start()
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(CLIENT_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wait_until(lambda: bool(probes) and probes[-1][1] >= acked, drain_timeout_s)
+    done.set()
+    prober.join()
+    out = []
+    for at, upto in acks:
+        seen = next((t for t, stored in probes if stored >= upto and t >= at), None)
+        out.append(float("inf") if seen is None else seen - at)
+    return out
+
+
+def compare_queryable(collectors: list[str], rate: float, seconds: float, rounds: int) -> str:
+    """Ack -> queryable at ``rate`` for each collector build (an ``infersight`` script), run in
+    turns (A B A B ...) so the machine's load falls on each alike."""
+    got: dict[str, list[float]] = {path: [] for path in collectors}
+    for _ in range(rounds):
+        for path in collectors:
+            data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
+            collector = Collector(data_dir, infersight=path)
+            try:
+                got[path] += queryable(collector, rate, seconds, 512, 120.0)
+            finally:
+                collector.close()
+                shutil.rmtree(data_dir, ignore_errors=True)
+    lines = [f"Ack -> queryable at {rate:,.0f} spans/s with content, 512 spans/request, {CLIENT_THREADS} threads, "
+             f"{rounds} x {seconds:.0f} s each, in turns",
+             "", "| collector | requests | p50 s | p99 s | worst s |", "|---|---:|---:|---:|---:|"]
+    for path, latencies in got.items():
+        ordered = sorted(latencies) or [float("nan")]
+        p50, p99 = (ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.99))
+        lines.append(f"| {path} | {len(latencies)} | {p50:.2f} | {p99:.2f} | {ordered[-1]:.2f} |")
+    return "\n".join(lines)
+
+
 STAGES = (
     "decode, normalise, JSON, LZ4 (worker, before the ack)", "spool append (server)",
     "repeat lookup (writer)", "chDB insert + views (writer)", "inline detectors (worker, after the ack)",
@@ -571,7 +652,16 @@ def main() -> None:
     parser.add_argument("--content", choices=("no", "yes", "both"), default="both",
                         help="spans without content, with content, or one load of each (default)")
     parser.add_argument("--rounds", type=int, default=1, help="run each load this many times")
+    parser.add_argument("--queryable", type=float, metavar="SPANS_PER_S",
+                        help="only measure ack -> queryable at this paced rate of spans with content")
+    parser.add_argument("--infersight", action="append",
+                        help="with --queryable: the collector builds to compare, each an 'infersight' script "
+                             "(repeatable; default this venv's)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="with --queryable: seconds of load per turn")
     args = parser.parse_args()
+    if args.queryable:
+        print(compare_queryable(args.infersight or [INFERSIGHT], args.queryable, args.seconds, args.rounds))
+        return
     extra = () if args.decode_workers is None else ("--decode-workers", str(args.decode_workers))
     content = {"no": (False,), "yes": (True,), "both": (False, True)}[args.content]
     results = run(args.quick, tuple(args.batch or (512,)), content, collector_args=extra, rounds=args.rounds)

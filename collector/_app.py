@@ -73,15 +73,17 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             )
             app.state.writer.start()
             stack.callback(app.state.writer.stop)
-            jobs = Scheduler(app.state.counters)
+            # One evaluator and one judge per deployment, whichever collector holds the lease.
+            jobs = app.state.jobs = Scheduler(app.state.counters, store=app.state.store)
             if settings.alerts:
                 alert_job = AlertJob(settings, app.state.store, app.state.spool)
-                jobs.add("alerts", settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup)
+                jobs.add("alerts", settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup,
+                         exclusive=True)
             if settings.judge is not None:
                 judge_loop = judges.judge_loop_from(settings.judge, app.state.store)
                 stack.callback(judge_loop.close)
                 jobs.add("judge", settings.judge.every_s, judge_loop.run_once, first_after_s=0.0,
-                         interrupt=judge_loop.interrupt)
+                         interrupt=judge_loop.interrupt, exclusive=True)
             jobs.start()
             stack.callback(jobs.stop, 5.0)  # within the server's stop bound
             yield

@@ -13,6 +13,7 @@ WORKER_LOST = "worker_lost"
 FAILED = "failed"
 SCHEMA_PATTERN = "schema_pattern"
 SCHEMA_UNUSABLE = "schema_unusable"
+SAMPLED = "sampled"
 NOT_ANALYSED_REASONS = {
     TOO_LARGE: "over the detectors' budget of 1 Mi characters",
     DEADLINE: "its detectors ran past the deadline; their worker was killed and replaced",
@@ -20,6 +21,7 @@ NOT_ANALYSED_REASONS = {
     FAILED: "the detection of its batch failed (every span of the batch is counted)",
     SCHEMA_PATTERN: "its JSON Schema was not checked: a pattern RE2 cannot run (backreference, lookaround)",
     SCHEMA_UNUSABLE: "its JSON Schema was not checked: not a valid schema",
+    SAMPLED: "left out while the detectors were behind: past the backlog bound they analyse 1 output in N",
 }
 
 _NOT_ANALYSED = "not_analysed:"

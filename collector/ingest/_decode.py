@@ -6,9 +6,10 @@ would hold the GIL and share one core with the HTTP loop and the spool writer. T
 server process holds chDB and its threads), and they hand back the spool entry compressed, so
 the server only commits it. The acknowledgement waits for decode and spool, nothing else.
 
-The inline detectors run after the ack, in one more worker at low CPU priority: the spool writer
-asks :meth:`Decoder.detect` for each batch's detections and inserts them with the batch's
-deduplication token, so they are stored exactly once even across crashes. Each span has a
+The inline detectors run after the ack and behind the inserts, in one more worker at low CPU
+priority: the spool's analysis thread asks :meth:`Decoder.detect` for each stored batch's
+detections and inserts them with the batch's deduplication token, so they are stored exactly once
+even across crashes; when it falls behind, it asks for 1 output in N and the rest are counted. Each span has a
 deadline there: a worker past it is killed and replaced, and that span goes unanalysed.
 """
 
@@ -18,6 +19,7 @@ import asyncio
 import heapq
 import multiprocessing
 import os
+import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -25,14 +27,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 
+from infersight.sdk import semconv
+
+from .._counters import SAMPLED
 from .._settings import DETECT_DEADLINE_S, IngestWindow
 from ..errors import PayloadTooLarge, WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
 from . import _otlp
-from ._detect import NotAnalysed, detect_rows, output_lines
+from ._detect import NotAnalysed, count, detect_rows, output_lines, project_of
 from ._detect_worker import DetectWorker
 
 
@@ -71,6 +77,21 @@ def decode_request(
     encoded = encode_rows(rows, limit_bytes=ROWS_PER_BODY_BYTE * limit_bytes)
     entry = Entry.compress(project, encoded, len(rows), days=_otlp.day_range(rows), keys=_otlp.span_keys(rows))
     return Decoded(entry, rejected)
+
+
+_PROJECT_IN_ROW = re.compile(rb'"' + re.escape(semconv.PROJECT.encode()) + rb'":"([^"\\]*)"')
+
+
+def _project_in(line: bytes) -> str:
+    """The project of an ``otel_traces`` JSONEachRow line: a search on bytes (what a sampled
+    output costs instead of its analysis), a parse when the name has escapes."""
+    found = _PROJECT_IN_ROW.search(line)
+    if found is not None:
+        return found.group(1).decode("utf-8", "replace")
+    try:
+        return project_of(orjson.loads(line))
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
 
 
 # How much larger than its decompressed body a request's rows may be. An SDK batch's rows are
@@ -291,25 +312,36 @@ class Decoder:
             self._large = _Lane(self.workers, BULK_NICE)
         return await self._large.run(project, call(self.limit_bytes), size)
 
-    def detect(self, rows: bytes) -> tuple[bytes, NotAnalysed]:
+    def detect(self, rows: bytes, sample_every: int = 1) -> tuple[bytes, NotAnalysed]:
         """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and the
-        outputs not analysed, by (reason, project). Blocks (the spool writer calls it, after the
-        ack). With workers, in a worker process where each span has ``detect_deadline_s``
-        (:class:`~._detect_worker.DetectWorker`); raises :class:`WorkerLost` when closed
-        meanwhile. Without (``workers=0``, for tests and development), in this thread, with
-        no deadline."""
+        outputs not analysed, by (reason, project). Blocks (the spool's analysis thread calls it,
+        behind the inserts). ``sample_every`` N > 1: only every Nth output is analysed, the
+        others are counted as ``sampled``. With workers, in a worker process where each span has
+        ``detect_deadline_s`` (:class:`~._detect_worker.DetectWorker`); raises
+        :class:`WorkerLost` when closed meanwhile. Without (``workers=0``, for tests and
+        development), in this thread, with no deadline."""
         lines = output_lines(rows)
+        sampled: NotAnalysed = {}
+        if sample_every > 1:
+            for i, line in enumerate(lines):
+                if i % sample_every:
+                    count(sampled, SAMPLED, _project_in(line))
+            lines = lines[::sample_every]
         if not lines:
-            return b"", {}
+            return b"", sampled
         if self._usual is None:
-            return detect_rows(rows)
-        with self._detect_lock:
-            if self._detect is None:
-                self._detect = DetectWorker(
-                    self.detect_deadline_s, initializer=partial(_start_worker, os.getpid(), DETECT_NICE)
-                )
-            worker = self._detect
-        return worker.detect(lines)
+            found, not_analysed = detect_rows(b"\n".join(lines))
+        else:
+            with self._detect_lock:
+                if self._detect is None:
+                    self._detect = DetectWorker(
+                        self.detect_deadline_s, initializer=partial(_start_worker, os.getpid(), DETECT_NICE)
+                    )
+                worker = self._detect
+            found, not_analysed = worker.detect(lines)
+        for (reason, project), outputs in sampled.items():
+            count(not_analysed, reason, project, outputs)
+        return found, not_analysed
 
     def close(self) -> None:
         """Stop the workers: a detector run under way is abandoned, decodes under way finish."""

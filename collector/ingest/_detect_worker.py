@@ -2,8 +2,9 @@
 
 The detectors are meant to be linear in their input, but a span chooses its own JSON Schema,
 and jsonschema has slow paths a schema can ask for (``uniqueItems`` on objects compares every
-pair of items). The spool writer waits for a batch's detections before it takes the next
-batch, so a span that never finishes would stop storage for every project. Hence:
+pair of items). Spans are stored without waiting for their detections, but the detections of
+every later batch wait behind the batch under analysis, so a span that never finishes would stop
+analysis for every project (and, once the backlog fills the spool, storage). Hence:
 
 1. The worker reports which span it is on; a span that is still running after
    ``deadline_s`` seconds gets its worker killed and a new one spawned.

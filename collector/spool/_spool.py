@@ -6,6 +6,12 @@ JSONEachRow. :meth:`Spool.append` returns only once the entry is committed, so a
 exporter never depends on the store being up. The writer takes entries back in batches
 (:meth:`Spool.next_batch`) and deletes them once stored (:meth:`Spool.done`).
 
+Spans are not held back by their analysis: a batch the inline detectors have yet to see is
+marked stored (``done(batch, analyse=True)``) and its entries stay, as the backlog of analysis
+(table ``analysis``: the batch's id range and the spans left out of its insert), until the
+detectors' thread has stored its detections (:meth:`Spool.next_analysis`, :meth:`Spool.analysed`).
+So a crash loses no analysis, and the analysis of a batch reads the very rows that were inserted.
+
 Exactly once into ClickHouse, across crashes: a batch's id range is recorded (durably) before it
 is inserted, and the insert carries a deduplication token derived from that range. After a crash
 the same range comes back with the same token, and ClickHouse drops the repeat if the first
@@ -51,6 +57,7 @@ CREATE TABLE IF NOT EXISTS entries (
     raw_bytes INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS analysis (first_id INTEGER PRIMARY KEY, last_id INTEGER NOT NULL, dropped TEXT NOT NULL);
 """
 
 
@@ -183,6 +190,11 @@ def _detection_key(line: bytes) -> SpanKey | None:
         return None
 
 
+def _indexes(text: str) -> list[int]:
+    """Line indexes as :meth:`Spool.decide` records them, space-separated."""
+    return [int(i) for i in text.split()]
+
+
 def _ns(stamp: str) -> int:
     # ten digits of seconds, a dot, nine of nanoseconds, as detectors.row_time_text writes them
     seconds, _, fraction = stamp.partition(".")
@@ -191,13 +203,17 @@ def _ns(stamp: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class SpoolDepth:
-    """What waits in the spool: entries (one per request), span rows, stored bytes, oldest age."""
+    """What waits in the spool: entries (one per request) and span rows not yet stored, stored
+    bytes (the analysis backlog's included), the oldest unstored entry's age, and the span rows
+    stored but not yet analysed (``backlog_rows``, in ``backlog_entries``)."""
 
     entries: int
     rows: int
     bytes: int
     max_bytes: int
     oldest_age_s: float
+    backlog_entries: int = 0
+    backlog_rows: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +301,9 @@ class Spool:
                 self._db.execute("ALTER TABLE entries ADD COLUMN span_keys BLOB NOT NULL DEFAULT x''")
                 self._db.execute("ALTER TABLE entries ADD COLUMN raw_bytes INTEGER")
             self._spool_id = self._meta("spool_id") or self._new_spool_id()
-            self._entries, self._rows, self._bytes = self._db.execute(
-                "SELECT count(*), coalesce(sum(row_count), 0),"
-                " coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries"
-            ).fetchone()
+            self._stored_upto = int(self._meta("stored_upto") or 0)  # entries up to it: analysis backlog
+            self._entries, self._rows, self._bytes = self._count("id > ?")
+            self._backlog_entries, self._backlog_rows, self._backlog_bytes = self._count("id <= ?")
             # A second connection answers depth() while the first may be inside an fsync.
             self._reader = self._connect()
         except sqlite3.Error as exc:
@@ -311,6 +326,14 @@ class Spool:
         db.execute("PRAGMA journal_size_limit = 67108864")  # WAL shrinks back after a burst
         return db
 
+    def _count(self, where: str) -> tuple[int, int, int]:
+        counted: tuple[int, int, int] = self._db.execute(
+            "SELECT count(*), coalesce(sum(row_count), 0),"
+            f" coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries WHERE {where}",
+            (self._stored_upto,),
+        ).fetchone()
+        return counted
+
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
@@ -329,7 +352,7 @@ class Spool:
         """
         item = _Pending(entry, time.time())
         with self._state:
-            held = self._bytes + self._queued_bytes
+            held = self._bytes + self._backlog_bytes + self._queued_bytes
             if held and held + entry.size > self.max_bytes:
                 raise SpoolFull(
                     f"the spool holds {held} bytes and its limit is {self.max_bytes}; "
@@ -408,20 +431,28 @@ class Spool:
                 else:
                     first_id, last_id = map(int, claimed.split())
                 decision = self._meta("batch_drop")
-                entries = self._db.execute(
-                    "SELECT body, detections, row_count, project, received_s, span_keys FROM entries"
-                    " WHERE id BETWEEN ? AND ? ORDER BY id",
-                    (first_id, last_id),
-                ).fetchall()
+                entries = self._entries_of(first_id, last_id)
             except sqlite3.Error as exc:
                 raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
+        batch = self._batch(first_id, last_id, entries)
+        return batch if decision is None else batch.without(_indexes(decision))
+
+    def _entries_of(self, first_id: int, last_id: int) -> list[tuple[bytes, bytes, int, str, float, bytes]]:
+        entries: list[tuple[bytes, bytes, int, str, float, bytes]] = self._db.execute(
+            "SELECT body, detections, row_count, project, received_s, span_keys FROM entries"
+            " WHERE id BETWEEN ? AND ? ORDER BY id",
+            (first_id, last_id),
+        ).fetchall()
+        return entries
+
+    def _batch(self, first_id: int, last_id: int, entries: list[tuple[bytes, bytes, int, str, float, bytes]]) -> Batch:
         try:
             merged = _merge([(_decompress(e[0]), e[3], _decompress(e[5]) if e[5] else None) for e in entries])
             detections = b"".join(_decompress(entry[1]) for entry in entries if entry[1])
         except (zlib.error, RuntimeError) as exc:  # RuntimeError: what lz4 raises for a bad frame
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
         rows, keys, ts_range = merged
-        batch = Batch(
+        return Batch(
             first_id=first_id,
             last_id=last_id,
             entries=len(entries),
@@ -434,7 +465,6 @@ class Spool:
             keys=keys,
             ts_range=ts_range,
         )
-        return batch if decision is None else batch.without([int(i) for i in decision.split()])
 
     def decide(self, batch: Batch, held: set[SpanKey]) -> Batch:
         """Record, durably, that the spans of ``batch`` in ``held`` (which the store already
@@ -462,8 +492,8 @@ class Spool:
         low, high = 1 << 62, -(1 << 62)
         # Every entry holds at least one row, so max_rows entries always suffice.
         for entry_id, row_count, raw_bytes, first_day, last_day in self._db.execute(
-            "SELECT id, row_count, raw_bytes, first_day, last_day FROM entries ORDER BY id LIMIT ?",
-            (max_rows,),
+            "SELECT id, row_count, raw_bytes, first_day, last_day FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+            (self._stored_upto, max_rows),
         ):
             if first_day is None or raw_bytes is None:  # written by an older collector: alone, to be safe
                 return (entry_id, entry_id) if first_id is None else (first_id, last_id)
@@ -501,19 +531,22 @@ class Spool:
                 self._rollback()
                 raise SpoolError(f"cannot write to the spool {self.path}: {exc}") from exc
 
-    def done(self, batch: Batch) -> None:
-        """Forget ``batch``: its rows are in the store. Blocks on one commit."""
+    def done(self, batch: Batch, *, analyse: bool = False) -> None:
+        """Forget ``batch``: its rows are in the store. With ``analyse``, keep its entries as the
+        analysis backlog instead, with the spans left out of its insert, until :meth:`analysed`.
+        Blocks on one commit."""
         with self._commit:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                size = self._db.execute(
-                    "SELECT coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries"
-                    " WHERE id BETWEEN ? AND ?",
-                    (batch.first_id, batch.last_id),
-                ).fetchone()[0]
-                self._db.execute(
-                    "DELETE FROM entries WHERE id BETWEEN ? AND ?", (batch.first_id, batch.last_id)
-                )
+                size = self._size(batch)
+                if analyse:
+                    dropped = self._meta("batch_drop") or ""
+                    self._db.execute("INSERT OR REPLACE INTO analysis (first_id, last_id, dropped) VALUES (?, ?, ?)",
+                                     (batch.first_id, batch.last_id, dropped))
+                    self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('stored_upto', ?)",
+                                     (str(batch.last_id),))
+                else:
+                    self._db.execute("DELETE FROM entries WHERE id BETWEEN ? AND ?", (batch.first_id, batch.last_id))
                 self._db.execute("DELETE FROM meta WHERE key IN ('batch', 'batch_drop')")
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -523,21 +556,69 @@ class Spool:
             self._entries -= batch.entries
             self._rows -= batch.row_count
             self._bytes -= size
+            if analyse:
+                self._stored_upto = batch.last_id
+                self._backlog_entries += batch.entries
+                self._backlog_rows += batch.row_count
+                self._backlog_bytes += size
+
+    def _size(self, batch: Batch) -> int:
+        size: int = self._db.execute(
+            "SELECT coalesce(sum(length(body) + length(detections) + length(span_keys)), 0) FROM entries"
+            " WHERE id BETWEEN ? AND ?",
+            (batch.first_id, batch.last_id),
+        ).fetchone()[0]
+        return size
+
+    def next_analysis(self) -> Batch | None:
+        """The oldest stored batch the detectors have yet to analyse, as it was inserted (the same
+        rows, the same token); ``None`` when there is none. The same one until :meth:`analysed`."""
+        with self._commit:
+            try:
+                found = self._db.execute("SELECT first_id, last_id, dropped FROM analysis ORDER BY first_id LIMIT 1"
+                                         ).fetchone()
+                if found is None:
+                    return None
+                entries = self._entries_of(found[0], found[1])
+            except sqlite3.Error as exc:
+                raise SpoolError(f"cannot read the spool {self.path}: {exc}") from exc
+        return self._batch(found[0], found[1], entries).without(_indexes(found[2]))
+
+    def analysed(self, batch: Batch) -> None:
+        """Forget ``batch`` of :meth:`next_analysis`: its detections are stored. Blocks on one commit."""
+        with self._commit:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                size = self._size(batch)
+                self._db.execute("DELETE FROM entries WHERE id BETWEEN ? AND ?", (batch.first_id, batch.last_id))
+                self._db.execute("DELETE FROM analysis WHERE first_id = ?", (batch.first_id,))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise SpoolError(f"cannot delete analysed entries from the spool {self.path}: {exc}") from exc
+        with self._state:
+            self._backlog_entries -= batch.entries
+            self._backlog_rows -= batch.row_count
+            self._backlog_bytes -= size
 
     def depth(self) -> SpoolDepth:
         """What waits, for ``/metrics``. Cheap: counters plus one indexed read; never waits on a commit."""
         with self._reader_lock:
             try:
-                row = self._reader.execute("SELECT received_s FROM entries ORDER BY id LIMIT 1").fetchone()
+                row = self._reader.execute(
+                    "SELECT received_s FROM entries WHERE id > ? ORDER BY id LIMIT 1", (self._stored_upto,)
+                ).fetchone()
             except sqlite3.Error:
                 row = None
         with self._state:
             return SpoolDepth(
                 entries=self._entries,
                 rows=self._rows,
-                bytes=self._bytes,
+                bytes=self._bytes + self._backlog_bytes,
                 max_bytes=self.max_bytes,
                 oldest_age_s=max(time.time() - row[0], 0.0) if row else 0.0,
+                backlog_entries=self._backlog_entries,
+                backlog_rows=self._backlog_rows,
             )
 
     def close(self) -> None:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
 
-from .._counters import FAILED, Counters, not_analysed_key
+from .._counters import Counters
 from ..errors import SpoolError, StoreError
 from ..store import Store, complete_calls, encode_rows, held_spans, join_events
+from ._analysis import BACKLOG_BOUND_ROWS, Detect, DetectionBacklog
 from ._spool import Batch, Spool
 
 logger = logging.getLogger("infersight.collector")
@@ -24,10 +21,6 @@ MAX_BATCH_RAW_BYTES = 64 << 20
 
 INSERT_GRACE_S = 10.0
 """How long :meth:`SpoolWriter.stop` waits, past the drain, for an insert under way."""
-
-
-class _Stopped(Exception):
-    """The writer is stopping while it waits for a batch's detections."""
 
 
 class SpoolWriter:
@@ -50,12 +43,10 @@ class SpoolWriter:
         counters: where ``spans_stored``, ``spans_repeated``, ``detections``, ``store_errors``,
             ``spans_dead_lettered`` and ``detections_dropped`` are counted, and the outputs not
             analysed by reason and project (``not_analysed_key``).
-        detect: the inline detectors (``rows -> (detections rows, outputs not analysed by
-            (reason, project))``), run on each batch beside its insert; their rows are inserted
-            after the spans with the batch's token, so a retry after a crash computes and drops
-            the same ones. A detector that fails loses that batch's detections (counted as not
-            analysed, ``FAILED``), never its spans. ``detect`` bounds its own time (the
-            decoder's deadline per span); the writer waits for it until :meth:`stop`.
+        detect: the inline detectors, run on each stored batch behind the inserts, from the
+            spool's durable backlog (:class:`~._analysis.DetectionBacklog`): the writer never
+            waits for them, and past ``backlog_bound_rows`` spans of backlog they sample.
+            ``None``: no detectors (detections spooled by an older version are still stored).
 
     Each span is stored once by (project, TraceId, SpanId): a batch holds a span once, and the
     spans the store already holds (an exporter resent a request whose 200 it never saw, before
@@ -78,7 +69,8 @@ class SpoolWriter:
         max_bytes: int = MAX_BATCH_RAW_BYTES,
         min_interval_s: float = 0.2,
         retry_s: tuple[float, float] = (0.1, 5.0),
-        detect: Callable[[bytes], tuple[bytes, Mapping[tuple[str, str], int]]] | None = None,
+        detect: Detect | None = None,
+        backlog_bound_rows: int = BACKLOG_BOUND_ROWS,
     ) -> None:
         self.spool = spool
         self.store = store
@@ -91,15 +83,13 @@ class SpoolWriter:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._drain_until = 0.0
-        self._landed: str | None = None  # token of the batch whose spans are in, detections maybe not
-        self._found = b""  # the detections of the batch whose spans are in
-        self._landed_as = ""  # ... and the token its new spans were inserted with
+        self._landed: str | None = None  # token of the batch whose spans are in, not yet done in the spool
         self._new_spans = 0  # spans of that batch the store did not hold before
-        # The detectors (another process) run beside the batch's insert (chDB's threads), not after it.
-        self._detecting = ThreadPoolExecutor(1, thread_name_prefix="infersight-detect") if detect else None
+        self.backlog = DetectionBacklog(spool, store, counters, detect, bound_rows=backlog_bound_rows, retry_s=retry_s)
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
 
     def start(self) -> None:
+        self.backlog.start()
         self._thread.start()
 
     def wake(self) -> None:
@@ -110,36 +100,29 @@ class SpoolWriter:
         """Stop after at most ``drain_s`` more seconds of draining. Blocks for at most
         ``drain_s`` + :data:`INSERT_GRACE_S` seconds.
 
-        What is left stays in the spool and is drained at the next start. A batch whose
-        detections are still being computed is left too: its spans are in, and the next start
-        stores it again under the same token (the store drops the repeat) with its detections.
-        An insert that outlives the grace (a store that hangs) is abandoned to the daemon thread.
+        What is left stays in the spool and is drained at the next start, the analysis backlog
+        too (its detections are computed then and stored under the batch's token). An insert
+        that outlives the grace (a store that hangs) is abandoned to the daemon thread.
         """
         self._drain_until = time.monotonic() + drain_s
         self._stop.set()
         self._wake.set()
+        self.backlog.stop()
         self._thread.join(drain_s + INSERT_GRACE_S)
-        if self._detecting is not None:
-            self._detecting.shutdown(wait=False, cancel_futures=True)
-
-    def _stopping(self) -> bool:
-        return self._stop.is_set() and time.monotonic() >= self._drain_until
+        self.backlog.join(INSERT_GRACE_S)
 
     def _store(self, batch: Batch) -> None:
-        # Spans first, and once: after they are in, a retry is about the detections alone.
+        # Once: a retry after the spool failed to record it is about the spool alone.
         if self._landed != batch.dedup_token:
             new = self._decided(batch)
             joined, pending = join_events(self.store, new.rows)  # what GenAI events stored already say
-            new = replace(new, rows=joined)
-            detecting = self._detecting.submit(self._detections, new) if self._detecting is not None else None
-            self.store.insert("otel_traces", new.rows, dedup_token=new.dedup_token)
-            self._landed, self._landed_as = batch.dedup_token, new.dedup_token
+            self.store.insert("otel_traces", joined, dedup_token=new.dedup_token)
+            self._landed = batch.dedup_token
             self._new_spans = len(new.keys)
-            self._found = self._wait(detecting) if detecting is not None else self._detections(new)
-            complete_calls(self.store, pending.after_insert(self.store), self.detect)  # events stored meanwhile
-        if self._found:
-            # Same batch, own token (still hex): a replay drops both repeats.
-            self.store.insert("detections", self._found, dedup_token=self._landed_as + "de")
+            # Events stored between the join and the insert: this side completes them (step 2).
+            detect = self.detect
+            complete_calls(self.store, pending.after_insert(self.store),
+                           None if detect is None else lambda rows: detect(rows, 1))
 
     def _decided(self, batch: Batch) -> Batch:
         """``batch`` less the spans the store already holds, decided once per batch.
@@ -152,37 +135,6 @@ class SpoolWriter:
         if batch.decided:
             return batch
         return self.spool.decide(batch, held_spans(self.store, batch.keys, batch.ts_range))
-
-    def _wait(self, detecting: Future[bytes]) -> bytes:
-        # Bounded by the detectors' own deadline, and by stop(): then the batch stays in the
-        # spool, its spans in the store.
-        while True:
-            try:
-                return detecting.result(timeout=0.2)
-            except FutureTimeout:
-                if self._stopping():
-                    raise _Stopped from None
-
-    def _detections(self, batch: Batch) -> bytes:
-        """The batch's detections (never raises: a failure is logged and counted)."""
-        # Entries spooled by an older version carry detections computed before the ack.
-        if batch.detections or self.detect is None:
-            return batch.detections
-        try:
-            found, not_analysed = self.detect(batch.rows)
-        except Exception:
-            if self._stopping():
-                return b""  # abandoned: the batch stays in the spool and is analysed at the next start
-            logger.exception("the inline detectors failed on a batch of %d spans; its detections are lost",
-                             batch.row_count)
-            # Which rows carry an output is the detector's business: count every span of the batch.
-            share, rest = divmod(batch.row_count, len(batch.projects) or 1)
-            not_analysed = {(FAILED, project): share + (rest if i == 0 else 0)
-                            for i, project in enumerate(batch.projects)}
-            found = b""
-        for (reason, project), outputs in not_analysed.items():
-            self.counters.add(not_analysed_key(reason, project), outputs)
-        return found
 
     def _count_stored(self, batch: Batch) -> None:
         self.counters.add("spans_stored", self._new_spans)
@@ -197,16 +149,7 @@ class SpoolWriter:
         ``False`` when that could not be done (the store or the spool failing now): retry later.
         """
         try:
-            if self._landed == batch.dedup_token:
-                # The spans are in and only their detections were refused. Detections can be
-                # computed again from the spans; splitting now would give the spans new tokens
-                # and store them twice.
-                logger.error("detections of %d stored spans were refused and dropped: %s", batch.row_count, exc)
-                self.spool.done(batch)
-                self._count_stored(batch)
-                self.counters.add("detections_dropped", self._found.count(b"\n"))
-                self._landed = None
-            elif batch.entries > 1:
+            if batch.entries > 1:
                 self.spool.split(batch)
             else:
                 self._dead_letter(batch, exc)
@@ -251,8 +194,6 @@ class SpoolWriter:
                 continue
             try:
                 self._store(batch)
-            except _Stopped:
-                return
             except StoreError as exc:
                 self.counters.add("store_errors")
                 if not exc.transient and self._isolate(batch, exc):
@@ -266,7 +207,7 @@ class SpoolWriter:
                 delay = min(delay * 2, self.retry_s[1])
                 continue
             try:
-                self.spool.done(batch)
+                self.spool.done(batch, analyse=True)
             except SpoolError:
                 # Stored but not forgotten: the retry of this batch carries the same token and
                 # the store drops it as a repeat.
@@ -274,7 +215,8 @@ class SpoolWriter:
                 self._stop.wait(self.retry_s[1])
                 continue
             self._count_stored(batch)
-            self.counters.add("detections", self._found.count(b"\n"))
+            self._landed = None
+            self.backlog.wake()
             if failing_since is not None:
                 logger.warning("store is back after %.1f s of failed inserts", time.monotonic() - failing_since)
                 failing_since = None

@@ -38,6 +38,7 @@ from ._feedback import (
 from ._feedback import KINDS as FEEDBACK_KINDS
 from ._histogram import bucket_value, histogram_sql, merge_histograms, percentiles
 from ._kinds import KINDS, LLM, kind_of, operation_of, operations_of
+from ._lease import LEASE_TTL_S, Lease, holder_name
 from ._metrics import call_figures
 from ._money import UNPRICED, spend_of, spend_sql, usd
 from ._queries import PENDING_DEAD_LETTERS, call_detections, dead_letters, detections, queues, recent_spans, summary
@@ -57,7 +58,9 @@ __all__ = [
     "FEEDBACK_KINDS",
     "JUDGE_PASS_SCORE",
     "KINDS",
+    "LEASE_TTL_S",
     "LLM",
+    "Lease",
     "PENDING_DEAD_LETTERS",
     "SESSION_COLUMNS",
     "Store",
@@ -88,6 +91,7 @@ __all__ = [
     "find_users",
     "held_spans",
     "histogram_sql",
+    "holder_name",
     "insert_error",
     "insert_feedback",
     "join_events",

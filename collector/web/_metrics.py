@@ -5,6 +5,8 @@ A handful of lines written by hand; prometheus-client would be one more dependen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
@@ -38,8 +40,9 @@ _REJECTED = (
 )
 
 
-def render(counters: dict[str, int], depth: SpoolDepth) -> str:
-    """The Prometheus text exposition (format 0.0.4) of ``counters`` and the spool's ``depth``."""
+def render(counters: dict[str, int], depth: SpoolDepth, leases: Mapping[str, bool] | None = None) -> str:
+    """The Prometheus text exposition (format 0.0.4) of ``counters``, the spool's ``depth`` and
+    which exclusive jobs' ``leases`` this process holds."""
     lines: list[str] = []
     for name, help_text in _COUNTERS.items():
         metric = f"infersight_{name}_total"
@@ -56,16 +59,29 @@ def render(counters: dict[str, int], depth: SpoolDepth) -> str:
               f"# TYPE {metric} counter"]
     failed = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("job_failed:"))
     lines += [f'{metric}{{job="{job}"}} {value}' for job, value in failed] or [f"{metric} 0"]
+    metric = "infersight_job_runs_total"
+    lines += [f"# HELP {metric} Runs of a background job (alerts, judge) in this collector.",
+              f"# TYPE {metric} counter"]
+    runs = sorted((k.split(":", 1)[1], v) for k, v in counters.items() if k.startswith("job_runs:"))
+    lines += [f'{metric}{{job="{job}"}} {value}' for job, value in runs] or [f"{metric} 0"]
     gauges = {
         "spool_entries": ("Requests acknowledged but not yet stored.", depth.entries),
         "spool_rows": ("Spans acknowledged but not yet stored.", depth.rows),
         "spool_bytes": ("Compressed bytes the spool holds.", depth.bytes),
         "spool_max_bytes": ("Spool size at which /v1/traces answers 503.", depth.max_bytes),
-        "spool_oldest_age_seconds": ("Age of the oldest spool entry; 0 when empty.", round(depth.oldest_age_s, 3)),
+        "spool_oldest_age_seconds": (
+            "Age of the oldest entry not yet stored; 0 when none.", round(depth.oldest_age_s, 3)),
+        "detection_backlog_spans": (
+            "Stored spans (queryable) whose inline detections are still to come; past the bound, the detectors "
+            "sample and count the rest as not analysed (sampled).", depth.backlog_rows),
     }
     for name, (help_text, value) in gauges.items():
         metric = f"infersight_{name}"
         lines += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge", f"{metric} {value}"]
+    metric = "infersight_job_lease_held"
+    lines += [f"# HELP {metric} 1 when this collector holds the job's lease and runs it; one collector of a "
+              "deployment does.", f"# TYPE {metric} gauge"]
+    lines += [f'{metric}{{job="{job}"}} {int(held)}' for job, held in sorted((leases or {}).items())]
     return "\n".join(lines) + "\n"
 
 
@@ -73,5 +89,6 @@ def render(counters: dict[str, int], depth: SpoolDepth) -> str:
 async def metrics(request: Request) -> PlainTextResponse:
     """Counters and spool depth. Unauthenticated like ``/healthz``: no span data, no project names."""
     depth = request.app.state.spool.depth()
-    text = render(request.app.state.counters.snapshot(), depth)
+    jobs = getattr(request.app.state, "jobs", None)
+    text = render(request.app.state.counters.snapshot(), depth, jobs.held() if jobs is not None else None)
     return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")

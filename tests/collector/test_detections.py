@@ -6,6 +6,7 @@ import json
 import threading
 import time
 
+import pytest
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -133,7 +134,7 @@ def test_the_ack_waits_for_decode_and_spool_only_never_for_a_detector(store, tmp
         assert "infersight_detections_total" in client.get("/metrics").text
 
 
-def test_detections_computed_after_the_ack_stay_single_across_a_crash(store, tmp_path):
+def test_detections_computed_after_the_ack_stay_single_across_a_crash(store, tmp_path, monkeypatch):
     project = f"detect-crash-{time.time_ns()}"
     path = tmp_path / "spool.db"
     spool = Spool(path, max_bytes=1 << 30)
@@ -142,7 +143,15 @@ def test_detections_computed_after_the_ack_stay_single_across_a_crash(store, tmp
     decoder = Decoder(0, limit_bytes=1 << 20)
     writer = SpoolWriter(spool, store, Counters(), detect=decoder.detect)
     batch = spool.next_batch(max_rows=100, max_bytes=1 << 30)
-    writer._store(batch)  # spans and detections in, then killed before the spool forgot them
+    writer._store(batch)
+    spool.done(batch, analyse=True)  # spans in, their analysis in the backlog
+
+    def killed(batch):
+        raise KeyboardInterrupt  # the detections are in; the process dies before the spool forgets them
+
+    monkeypatch.setattr(spool, "analysed", killed)
+    with pytest.raises(KeyboardInterrupt):
+        writer.backlog._analyse(spool.next_analysis())
     spool.close()
     first = _detections_of(store, project)
     assert len(first) >= 3
@@ -152,7 +161,7 @@ def test_detections_computed_after_the_ack_stay_single_across_a_crash(store, tmp
     again = SpoolWriter(spool, store, counters, detect=decoder.detect, min_interval_s=0.0)
     again.start()
     try:
-        assert wait_for(lambda: spool.depth().entries == 0)
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
     finally:
         again.stop()
     assert counters.get("detections") == len(first)  # computed again, the same ones...
@@ -175,14 +184,14 @@ def test_a_failing_detector_loses_its_detections_never_the_spans(store, tmp_path
     rows = to_rows(parse_traces(_output_body(LOOP, spans=4)[0], JSON), project)
     spool.append(Entry.compress(project, encode_rows(rows), 4, days=day_range(rows)))
 
-    def broken(rows: bytes) -> tuple[bytes, dict[tuple[str, str], int]]:
+    def broken(rows: bytes, sample_every: int) -> tuple[bytes, dict[tuple[str, str], int]]:
         raise RuntimeError("a detector bug")
 
     counters = Counters()
     writer = SpoolWriter(spool, store, counters, detect=broken, min_interval_s=0.0)
     writer.start()
     try:
-        assert wait_for(lambda: spool.depth().entries == 0)
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
     finally:
         writer.stop()
     assert counters.get("spans_stored") == 4 and counters.get(not_analysed_key("failed", project)) == 4

@@ -149,7 +149,7 @@ def test_detections_are_stored_once_across_a_crash_between_the_inserts_and_a_res
     writer = SpoolWriter(spool, store, counters, detect=decoder.detect, min_interval_s=0.0)
     writer.start()
     try:
-        assert wait_for(lambda: spool.depth().entries == 0)
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
     finally:
         writer.stop()
     found = _detections_of(store, project)

@@ -197,3 +197,38 @@ def test_a_span_twice_in_a_batch_is_in_it_once(tmp_path):
     assert (batch.entries, batch.row_count, batch.rows) == (2, 4, rows(2))
     assert batch.keys == (("p", "ab" * 16, "cd" * 8), ("p", "ab" * 16, "ef" * 8))
     assert batch.ts_range == (1_700_000_000 * 10**9, 1_700_000_000 * 10**9 + 1)
+
+
+def keyed(project: str, spans: list[str]) -> Entry:
+    body = encode_rows({"SpanId": span} for span in spans)
+    keys = [(f"1700000000.00000000{i}", "ab" * 16, span) for i, span in enumerate(spans)]
+    return Entry.compress(project, body, len(spans), days=(19_675, 19_675), keys=keys)
+
+
+def test_a_stored_batch_waits_for_its_analysis_as_it_was_inserted_across_a_restart(tmp_path):
+    path = tmp_path / "spool.db"
+    spool = Spool(path, max_bytes=1 << 20)
+    spool.append(keyed("p", ["s1", "s2"]))
+    spool.append(keyed("p", ["s3"]))
+    batch = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    inserted = spool.decide(batch, {("p", "ab" * 16, "s2")})  # the store held s2 already
+    spool.done(batch, analyse=True)
+    assert spool.next_batch(max_rows=100, max_bytes=1 << 20) is None  # stored: never inserted again
+    depth = spool.depth()
+    assert (depth.entries, depth.rows, depth.backlog_entries, depth.backlog_rows) == (0, 0, 2, 3)
+    assert depth.bytes > 0 and depth.oldest_age_s == 0.0
+    spool.append(keyed("p", ["s4"]))  # ingest goes on behind the backlog
+    spool.close()
+
+    spool = Spool(path, max_bytes=1 << 20)
+    pending = spool.next_analysis()
+    assert (pending.rows, pending.dedup_token) == (inserted.rows, inserted.dedup_token)  # what went in
+    assert spool.next_analysis() == pending  # the same until analysed
+    later = spool.next_batch(max_rows=100, max_bytes=1 << 20)
+    assert later.rows == encode_rows([{"SpanId": "s4"}])
+    spool.done(later, analyse=True)
+    spool.analysed(pending)
+    assert spool.next_analysis().rows == later.rows
+    spool.analysed(spool.next_analysis())
+    assert spool.next_analysis() is None
+    assert spool.depth() == type(spool.depth())(0, 0, 0, 1 << 20, 0.0, 0, 0)

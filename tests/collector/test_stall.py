@@ -89,9 +89,10 @@ def test_sigterm_stops_within_the_bound_while_a_detector_is_stuck_and_the_restar
     body, _ = output_body(SLOW_OUTPUT, schema=SLOW_SCHEMA)
     try:
         assert http.post(f"{collector.url}/v1/traces", content=body, headers=headers["alpha"]).status_code == 200
-        # Stored, and still in the spool: the writer waits for the detectors, which are stuck.
+        # Stored, and still in the spool's analysis backlog: the detectors are stuck on it.
         assert wait_for(lambda: spans_of(collector.url, headers["alpha"]) == 1, timeout_s=POLL_S)
-        assert metric(collector.url, "infersight_spool_entries 1\n")
+        assert wait_for(lambda: metric(collector.url, "infersight_detection_backlog_spans 1\n"), timeout_s=POLL_S)
+        assert metric(collector.url, "infersight_spool_entries 0\n")
         exit_s = _terminate(collector.process)
         print(f"stopped {exit_s:.1f} s after SIGTERM, exit code {collector.process.returncode}")
     finally:
@@ -99,11 +100,12 @@ def test_sigterm_stops_within_the_bound_while_a_detector_is_stuck_and_the_restar
     assert exit_s < STOP_BOUND_S
     assert collector.process.returncode in (0, -signal.SIGTERM)  # a clean stop, not the alarm
 
-    # The batch was left in the spool; with a deadline now, it drains and is not stored twice.
+    # The batch's analysis was left in the spool; with a deadline now, it is analysed, and the
+    # span is not stored twice.
     again = CollectorProcess(collector.data_dir, free_port(), extra_args=("--no-alerts", "--detect-deadline", "1"))
     again.start()
     try:
-        assert wait_for(lambda: metric(again.url, "infersight_spool_entries 0\n"), timeout_s=POLL_S)
+        assert wait_for(lambda: metric(again.url, "infersight_detection_backlog_spans 0\n"), timeout_s=POLL_S)
         assert metric(again.url, 'infersight_outputs_not_analysed_total{reason="deadline"} 1')
         assert spans_of(again.url, headers["alpha"]) == 1
     finally:

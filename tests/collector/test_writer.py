@@ -81,7 +81,7 @@ def drain(spool: Spool, store, counters: Counters | None = None) -> Counters:
     writer = SpoolWriter(spool, store, counters, min_interval_s=0.0, retry_s=(0.05, 0.2))
     writer.start()
     try:
-        assert wait_for(lambda: spool.depth().entries == 0), spool.depth()
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0), spool.depth()
     finally:
         writer.stop()
     return counters
@@ -141,7 +141,7 @@ def test_an_outage_keeps_spans_in_the_spool_and_the_writer_catches_up(store, tmp
         assert wait_for(lambda: counters.get("store_errors") >= 3)
         assert spool.depth().rows == 40
         store.failing = False
-        assert wait_for(lambda: spool.depth().entries == 0)
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
     finally:
         writer.stop()
     raw, typed = stored(store, project)
@@ -309,7 +309,7 @@ def test_an_outage_never_sends_spans_to_dead_letters(store, tmp_path):
     try:
         assert wait_for(lambda: counters.get("store_errors") >= 20)
         store.failing = False
-        assert wait_for(lambda: spool.depth().entries == 0)
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
     finally:
         writer.stop()
     assert stored(store, project)[0] == {span_id: 1 for span_id in expected}
@@ -345,7 +345,8 @@ def test_spans_outside_the_ingest_window_are_rejected_and_nobody_loses_a_span(st
             else:
                 assert partial == {}
             acked[project] += span_ids
-        assert wait_for(lambda: client.app.state.spool.depth().entries == 0)
+        spool = client.app.state.spool
+        assert wait_for(lambda: spool.depth().entries == spool.depth().backlog_entries == 0)
         metrics = client.get("/metrics").text
     for project, span_ids in acked.items():
         assert stored(store, project)[0] == {span_id: 1 for span_id in span_ids}, project
