@@ -166,6 +166,8 @@ SAME_CALL_AS = "infersight.same_call_as"
 """Set by the collector on the outer span of a call two instrumentations describe: the view leaves it out."""
 QUEUE_NAME = "infersight.queue.name"
 """The queue a queue gauge measures (a metric attribute)."""
+QUEUE_ENDED = "infersight.queue.ended"
+"""A queue gauge's last point: the reporting process stopped cleanly (a metric attribute, true)."""
 
 # ---- metrics -----------------------------------------------------------------------------------
 

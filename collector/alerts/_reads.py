@@ -101,22 +101,36 @@ class DailyRatios:
 Series = tuple[str, str, str, str]  # project, service, queue, instance
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesRead:
+    """One queue series as the rule reads it: its recent samples (or only its last, if silent),
+    its first sample's time in the look-back, and the instance's pod, host and pid."""
+
+    samples: list[DepthSample]
+    first_at: datetime
+    label: str = ""
+
+
 def queue_series(store: Store, now: datetime, lookback: timedelta,
-                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, list[DepthSample]]:
+                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, SeriesRead]:
     """Every (project, service, queue, instance) seen in ``lookback``: its samples of the last
     ``recent`` in time order, or only its last sample if it has none that recent (a silent series)."""
     rows = store.query(
-        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, argMax(depth, ts) AS last_depth,"
-        f" arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s), ts >= {{recent:{_DT}}})) AS samples"
+        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, toString(min(ts)) AS first_at,"
+        " argMax(depth, ts) AS last_depth, argMax(ended, ts) AS last_ended, argMax(instance_label, ts) AS label,"
+        " arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s, ended),"
+        f" ts >= {{recent:{_DT}}})) AS samples"
         f" FROM queue_depth WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}}"
         " GROUP BY project, service, queue, instance",
         {"since": _ts(now - lookback), "now": _ts(now), "recent": _ts(now - recent)},
     )
-    series: dict[Series, list[DepthSample]] = {}
+    series: dict[Series, SeriesRead] = {}
     for row in rows:
-        samples = [DepthSample(_parse_ts(at), float(depth), age) for at, depth, age in row["samples"]]
-        series[(row["project"], row["service"], row["queue"], row["instance"])] = samples or [
-            DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]))]
+        samples = [DepthSample(_parse_ts(at), float(depth), age, bool(ended))
+                   for at, depth, age, ended in row["samples"]]
+        last = DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]), ended=bool(row["last_ended"]))
+        series[(row["project"], row["service"], row["queue"], row["instance"])] = SeriesRead(
+            samples or [last], _parse_ts(row["first_at"]), str(row["label"]))
     return series
 
 

@@ -3,22 +3,22 @@ returns its verdicts; the evaluator turns verdicts into pages (see ``_state.tran
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
-from ..store import LLM, Store, usd_text
+from ..store import LLM, Store, encode_rows, usd_text
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
 from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
-from ._model import BREACH, HOLD, Verdict
-from ._queue import QueueRule
+from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert, Verdict
+from ._queue import QueueRule, SeriesSpan, replaced
 from ._reads import CostHistory, DailyRatios, HourWindows, cost_windows, error_windows, queue_series
+from ._state import AlertState
 from ._unit_cost import Key, UnitShift
 
 _DT = "DateTime64(3)"
-QUEUE_LOOKBACK = timedelta(hours=2)
-"""Queue series seen this far back are judged; older silent ones keep their alert (no data)."""
 NOISE_WEEK = timedelta(days=7)
 """The hours a key's noise is learnt from."""
 NOISE_WEEK_HOURS = 168
@@ -71,11 +71,53 @@ def _top_error_labels(store: Store, project: str, service: str, start: datetime,
 
 
 def queue_verdicts(store: Store, rule: QueueRule, now: datetime) -> list[Verdict]:
-    """Every queue series seen in :data:`QUEUE_LOOKBACK`; older silent ones keep their alert (no data)."""
+    """Every queue series seen in the rule's ``forget_after``, each told whether a successor
+    took over from it (another instance of its service and queue)."""
+    found = queue_series(store, now, rule.forget_after)
+    groups: dict[tuple[str, str, str], list[SeriesSpan]] = defaultdict(list)
+    for key, read in found.items():
+        groups[key[:3]].append(SeriesSpan(key, read.first_at, read.samples[-1].ts, read.samples[-1].ended))
+    taken_over = set().union(*(replaced(spans, rule.successor_overlap) for spans in groups.values()))
     out = []
-    for (project, service, queue, instance), samples in queue_series(store, now, QUEUE_LOOKBACK).items():
-        out += rule.evaluate(project, service, queue, samples, now, instance=instance)
+    for key, read in found.items():
+        project, service, queue, instance = key
+        out += rule.evaluate(project, service, queue, read.samples, now, instance=instance, label=read.label,
+                             replaced=key in taken_over)
     return out
+
+
+def forgotten_queue_alerts(stored: Iterable[AlertState], verdicts: list[Verdict], rule: QueueRule) -> list[Verdict]:
+    """A clear for every firing queue alert the queue rule said nothing about: its series is
+    beyond ``forget_after`` (or gone), and no rule will look at it again."""
+    judged = {v.alert.fingerprint for v in verdicts}
+    note = f"; no report for {_hours(rule.forget_after)}, no longer watched"
+    return [Verdict(CLEAR, Alert(s.name, s.labels, s.summary + note, s.starts_at, details=s.details))
+            for s in stored if s.name in (QUEUE_SILENT, QUEUE_NOT_DRAINING) and s.fingerprint not in judged]
+
+
+def _hours(delta: timedelta) -> str:
+    return f"{delta / timedelta(hours=1):g} h"
+
+
+def retire_queue_series(store: Store, labels: dict[str, str]) -> bool:
+    """Mark the series a queue alert's ``labels`` name as ended, as the SDK's clean shutdown
+    would: its QueueStoppedReporting page resolves at the next evaluations without the series
+    reporting again, and this silence never pages again. What an acknowledgement calls.
+    Returns whether the series was found. Blocking (one query, one insert)."""
+    params = {k: labels.get(k, "") for k in ("project", "service", "queue", "instance")}
+    rows = store.query(
+        "SELECT toString(max(ts)) AS last_at, argMax(depth, ts) AS depth, argMax(instance_label, ts) AS label"
+        " FROM queue_depth WHERE project = {project:String} AND service = {service:String}"
+        " AND queue = {queue:String} AND instance = {instance:String} HAVING count() > 0",
+        params,
+    )
+    if not rows:
+        return False
+    # a millisecond after the last sample: still silent, so nothing looks alive that is not
+    at = datetime.fromisoformat(rows[0]["last_at"]).replace(tzinfo=timezone.utc) + timedelta(milliseconds=1)
+    store.insert("queue_depth", encode_rows([{**params, "ts": _ts(at), "depth": float(rows[0]["depth"]),
+                                              "ended": True, "instance_label": rows[0]["label"]}]))
+    return True
 
 
 class CostRules:

@@ -12,7 +12,7 @@ from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
 from infersight.collector.alerts._cost import KeyHour
 from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceMemory, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
-from infersight.collector.alerts._queue import DepthSample
+from infersight.collector.alerts._queue import DepthSample, SeriesSpan, replaced
 from infersight.collector.store import encode_rows
 
 T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)  # a Wednesday
@@ -218,6 +218,48 @@ def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
 def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
     found = queue([4] * 12, after=timedelta(minutes=20))
     assert set(found) == {"QueueStoppedReporting"} and found["QueueStoppedReporting"].state == BREACH
+
+
+def test_a_silent_reporter_is_named_by_pod_host_and_pid():
+    series = samples([4] * 12)
+    (v,) = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(minutes=20),
+                                instance="9f1c2d", label="pod worker-7f9, host node-3, pid 4121")
+    assert "on pod worker-7f9, host node-3, pid 4121 stopped reporting 20 min ago" in v.alert.summary
+    assert v.alert.labels["instance"] == "9f1c2d" and "9f1c2d" in v.alert.details
+
+
+def test_a_reporter_that_stopped_cleanly_or_was_replaced_never_pages_and_clears_its_alerts():
+    stopped = [*samples([4] * 11), DepthSample(T0 + timedelta(minutes=11), 4.0, ended=True)]
+    for series, taken_over in ((stopped, False), (samples([4] * 12), True)):
+        found = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(minutes=20),
+                                     instance="w-1", replaced=taken_over)
+        assert {v.alert.name: v.state for v in found} == {"QueueStoppedReporting": CLEAR, "QueueNotDraining": CLEAR}
+    (clean,) = {v.alert.summary for v in QueueRule().evaluate(
+        "p", "worker", "jobs", stopped, T0 + timedelta(minutes=40), instance="w-1")}
+    assert clean == "queue jobs of worker on w-1 stopped cleanly at 12:11 UTC"
+
+
+def span(name, first_min, last_min, ended=False):
+    return SeriesSpan(("p", "worker", "jobs", name), T0 + timedelta(minutes=first_min),
+                      T0 + timedelta(minutes=last_min), ended)
+
+
+def test_each_new_instance_succeeds_one_old_one():
+    overlap = QueueRule().successor_overlap
+    # a rolling deploy of 3 replicas: each new pod starts a minute before an old one stops
+    deploy = [span("a", 0, 60), span("b", 0, 62), span("c", 0, 64),
+              span("a2", 59, 120), span("b2", 61, 120), span("c2", 63, 120)]
+    assert replaced(deploy, overlap) == {("p", "worker", "jobs", k) for k in "abc"}
+    # one replica dies beside two live siblings: no successor, it pages
+    assert replaced([span("a", 0, 60), span("b", 0, 120), span("c", 0, 120)], overlap) == set()
+    # two deploys in a day: a -> b -> c, the middle one silent too
+    chain = [span("a", 0, 60), span("b", 60, 200), span("c", 201, 300)]
+    assert replaced(chain, overlap) == {("p", "worker", "jobs", "a"), ("p", "worker", "jobs", "b")}
+    # a replica restarted just before another died takes the place of its own predecessor only
+    both = [span("a", 0, 60), span("a2", 59, 120), span("b", 0, 63)]
+    assert replaced(both, overlap) == {("p", "worker", "jobs", "a")}
+    # two replicas that started and died together are no successors of each other
+    assert replaced([span("a", 0, 9), span("b", 0, 9), span("c", 1, 8)], overlap) == set()
 
 
 HOUR = timedelta(hours=1)
