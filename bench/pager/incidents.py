@@ -55,7 +55,8 @@ class Incident:
         if self.family is ERROR_ALERTS:
             return labels.get("service") == self.target
         if self.family is QUEUE_ALERTS:  # before the per-instance series, labels had no instance
-            return labels.get("instance", self.target) == self.target
+            # traffic_b names a replica's process worker-<slot>@<id>, new at every deploy
+            return labels.get("instance", self.target).split("@")[0] == self.target
         # cost: the tenant's or route's own page; another key paging in the window is a false page
         return self.target in (labels.get("tenant"), labels.get("route"))
 
