@@ -590,3 +590,31 @@ def test_an_outage_whose_errors_crowd_by_chance_is_still_an_outage():
     burst[-29] = 1
     assert burst.sum() == 14
     assert rule.evaluate("p", "svc", ServiceWindow(calls, burst, burst), 0.004, T0).state != BREACH
+
+
+def remembered(calls, errors, usual=0.004):
+    """Each minute's verdict state through one ServiceMemory, as the evaluator asks."""
+    memory, out = ServiceMemory(), []
+    for m in range(60, len(calls) // 6 + 1):
+        c, e = calls[(m - 60) * 6:m * 6], errors[(m - 60) * 6:m * 6]
+        v = memory.verdict(ErrorRateRule(), "p", "svc", ServiceWindow(c, e, e), usual, T0 + timedelta(minutes=m))
+        out.append(v.state if v is not None else None)
+    return out
+
+
+def test_a_creep_holds_through_a_lull_and_clears_soon_after_it_ends():
+    # 5% of 40 calls a minute for 3 hours from minute 60 (12x the usual 0.4%), with a quarter
+    # hour in its middle at 1.5%; then the usual ratio
+    def ratio(m):
+        return 0.004 if not 60 <= m < 240 else 0.015 if 150 <= m < 165 else 0.05
+
+    calls, errors = traffic(60 + 180 + 60, 40, ratio, seed=3)
+    states = remembered(calls, errors)  # states[k] is traffic minute 60 + k
+    first = states.index(BREACH)
+    assert first < 60  # paged within the creep's first hour
+    during = states[first:180]
+    assert CLEAR not in during  # no clear while it goes on, so it cannot resolve and page again
+    after = states[180:]
+    cleared = after.index(CLEAR)
+    assert cleared <= 13  # and with the evaluator's 2 minutes of lasting clear, resolved within 15
+    assert BREACH not in after[cleared:]  # its own tail in the hour never pages again
