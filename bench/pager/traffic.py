@@ -277,41 +277,55 @@ class Traffic:
         rows: list[dict[str, object]] = []
         rng = np.random.default_rng([self.seed, 99])
         minutes = total_minutes()
-        load = diurnal((np.arange(minutes) / 60.0) % 24) * np.where(
-            ((np.arange(minutes) // MINUTES_PER_DAY) % 7) >= 5, 0.4, 1.0)
+        load = queue_load(minutes)
         for i in range(3):
             instance = f"worker-{i}"
             capacity = self.mods.queue_capacity.get(instance, np.ones(minutes))
             silent_from = self.mods.queue_silent_from.get(instance, minutes)
             offset_s = float(rng.uniform(0, 59))
-            backlog: deque[list[float]] = deque()  # [enqueued at (minute), count], oldest first
-            phase = int(rng.integers(0, 10))
-            for m in range(first_minute, minutes):
-                arrivals = rng.poisson(3 * load[m])
-                if (m + phase) % 10 == 0:  # the batch (a cron, a fan-out): the sawtooth's tooth
-                    arrivals += rng.poisson(280 * load[m] * self.scale / 0.25 + 5)
-                if arrivals:
-                    backlog.append([m + rng.uniform(0, 1), float(arrivals)])
-                # 4 consumers, sized for the volume like the batches (at scale 1 they were not:
-                # the queue really fell behind every afternoon), and never slower than at 0.25:
-                # below it the unscaled trickle outgrew them and every queue paged all week
-                drain = 4 * 20.0 * max(self.scale, 0.25) / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
-                while drain > 0 and backlog:
-                    take = min(drain, backlog[0][1])
-                    backlog[0][1] -= take
-                    drain -= take
-                    if backlog[0][1] <= 1e-9:
-                        backlog.popleft()
+            for m, depth, age in replica(rng, load, capacity, self.scale, first_minute, minutes):
                 if m >= silent_from:
                     continue
-                depth = float(round(sum(b[1] for b in backlog)))
-                age = (m + 1 - backlog[0][0]) * 60 if backlog and depth > 0 else 0.0
                 row: dict[str, object] = {
                     "project": self.project, "service": "worker", "queue": "jobs",
                     "ts": f"{START + timedelta(minutes=m, seconds=offset_s):%Y-%m-%d %H:%M:%S.%f}",
-                    "depth": depth, "oldest_age_s": round(age, 1),
+                    "depth": depth, "oldest_age_s": age,
                 }
                 if with_instance:
                     row["instance"] = instance
                 rows.append(row)
         return rows
+
+
+def queue_load(minutes: int) -> np.ndarray:
+    """The worker queue's relative load per minute of the run (UTC diurnal, weekend lull)."""
+    return diurnal((np.arange(minutes) / 60.0) % 24) * np.where(
+        ((np.arange(minutes) // MINUTES_PER_DAY) % 7) >= 5, 0.4, 1.0)
+
+
+def replica(rng: np.random.Generator, load: np.ndarray, capacity: np.ndarray, scale: float, first_minute: int,
+            last_minute: int) -> Iterator[tuple[int, float, float]]:
+    """(minute, depth, oldest age s) of one replica's queue, once a minute from an empty queue at
+    ``first_minute``: fed batches every 10 minutes (the sawtooth's tooth) and a trickle, drained
+    by 4 consumers at ``capacity`` (per minute, 1 = all working)."""
+    backlog: deque[list[float]] = deque()  # [enqueued at (minute), count], oldest first
+    phase = int(rng.integers(0, 10))
+    for m in range(first_minute, last_minute):
+        arrivals = rng.poisson(3 * load[m])
+        if (m + phase) % 10 == 0:  # the batch (a cron, a fan-out): the sawtooth's tooth
+            arrivals += rng.poisson(280 * load[m] * scale / 0.25 + 5)
+        if arrivals:
+            backlog.append([m + rng.uniform(0, 1), float(arrivals)])
+        # 4 consumers, sized for the volume like the batches (at scale 1 they were not: the
+        # queue really fell behind every afternoon), and never slower than at 0.25: below it
+        # the unscaled trickle outgrew them and every queue paged all week
+        drain = 4 * 20.0 * max(scale, 0.25) / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
+        while drain > 0 and backlog:
+            take = min(drain, backlog[0][1])
+            backlog[0][1] -= take
+            drain -= take
+            if backlog[0][1] <= 1e-9:
+                backlog.popleft()
+        depth = float(round(sum(b[1] for b in backlog)))
+        age = (m + 1 - backlog[0][0]) * 60 if backlog and depth > 0 else 0.0
+        yield m, depth, round(age, 1)

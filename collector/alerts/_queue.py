@@ -31,11 +31,12 @@ Not draining (``QueueNotDraining``), fires when either holds:
    sawtooth (batches in, consumers draining them) falls every few minutes, even at a high level,
    and stays quiet.
 
-Catching up: with ``min_samples`` samples in the last ``window`` and in the one before, the oldest
-item's age (without ages: the depth) peaked lower in the last than in the one before. Consumers
-are back and working through the backlog, which ends the incident even while the backlog is still
-old. Peaks, because the age is a sawtooth while a backlog of batches drains, and a slow
-consumer's peaks keep rising.
+Catching up: with ``min_samples`` samples in the last ``window`` and before it, the oldest
+item's age (without ages: the depth) peaked lower in the last than anywhere before it in the
+samples read (the incident's peak, not the window before: a draining backlog's sawtooth can peak
+higher than the window before it, and re-paged while it drained). Consumers are back and working
+through the backlog, which ends the incident even while the backlog is still old. Peaks, because
+the age is a sawtooth while a backlog of batches drains, and a slow consumer's peaks keep rising.
 
 Hold and resolve, while the alert fires and neither condition holds:
 
@@ -133,8 +134,9 @@ class QueueRule:
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
     def _catching_up(self, recent: Sequence[DepthSample], samples: Sequence[DepthSample], now: datetime) -> bool:
-        """Whether the oldest age (without ages: the depth) peaked lower in the last window than in the one before."""
-        before = [s for s in samples if now - 2 * self.window <= s.ts < now - self.window]
+        """Whether the oldest age (without ages: the depth) peaked lower in the last window than
+        in any before it that was read."""
+        before = [s for s in samples if s.ts < now - self.window]
         if len(recent) < self.min_samples or len(before) < self.min_samples:
             return False
         if all(s.oldest_age_s is not None for s in (*recent, *before)):

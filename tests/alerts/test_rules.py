@@ -215,6 +215,19 @@ def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
     assert queue(back, ages=[*stalled, *slow])["QueueNotDraining"].state == BREACH
 
 
+def test_a_draining_backlog_whose_sawtooth_peaks_rise_again_below_the_incidents_peak_pages_no_more():
+    limit = QueueRule().max_oldest_age_s
+    stalled = [limit + 60 * k for k in range(16)]  # up to limit + 900 s
+    top = stalled[-1]
+    # consumers back: batches drain as a sawtooth; the third window peaks above the second, and
+    # every peak stays under the stall's
+    drain = [top - 300, top - 240, top - 180, top - 600, top - 540, top - 480, top - 420,
+             top - 700, top - 640, top - 580, top - 520, top - 460, top - 400, top - 340,
+             top - 280, top - 220, top - 160, top - 100, top - 40, top - 500, top - 440]
+    depths = [400 + 10 * k for k in range(16)] + [1800 - 40 * k for k in range(len(drain))]
+    assert queue(depths, ages=[*stalled, *drain])["QueueNotDraining"].state == CLEAR
+
+
 def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
     found = queue([4] * 12, after=timedelta(minutes=20))
     assert set(found) == {"QueueStoppedReporting"} and found["QueueStoppedReporting"].state == BREACH
