@@ -85,6 +85,7 @@ class Modifiers:
     tenant_cost: dict[str, np.ndarray] = field(default_factory=dict)  # tenant -> per-minute cost factor
     route_model: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # route -> (mask, model)
     heavy_sessions: list[tuple[str, int, int, int]] = field(default_factory=list)  # tenant, minute, minutes, steps
+    runaways: list[tuple[str, int, int, float]] = field(default_factory=list)  # tenant, minute, minutes, x its spend
     queue_capacity: dict[str, np.ndarray] = field(default_factory=dict)  # instance -> per-minute factor
     queue_silent_from: dict[str, int] = field(default_factory=dict)  # instance -> minute
 
@@ -179,7 +180,30 @@ class Traffic:
         for tenant, at, length, steps in self.mods.heavy_sessions:
             if at // MINUTES_PER_DAY == day:
                 self._heavy_session(rng, tenant, at, length, steps, lines)
+        for tenant, at, length, factor in self.mods.runaways:
+            if at // MINUTES_PER_DAY == day:
+                self._runaway(rng, tenant, at, length, factor, lines)
         return ("\n".join(lines) + "\n").encode()
+
+    def _runaway(self, rng: np.random.Generator, tenant: str, at: int, length: int, factor: float,
+                 lines: list[str]) -> None:
+        """An agent loop in one trace that spends ``factor`` times the tenant's mean spend of a
+        minute on its day (a loop keeps its pace whatever the hour), in steps of ~1 cent on gpt-4o."""
+        trace = f"loop{self.seed:02x}{at:08x}"
+        index = next(i for i, t in enumerate(self.tenants) if t.name == tenant)
+        day = at // MINUTES_PER_DAY
+        usd = float((self._rates(day, day * MINUTES_PER_DAY)[:, index, :] @ self._request_usd()).mean())
+        step_usd = _mean_call_usd("agent.plan", "gpt-4o")
+        for m in range(length):
+            for _ in range(int(rng.poisson(factor * usd / step_usd))):
+                t = START + timedelta(minutes=at + m, seconds=float(rng.uniform(0, 60)))
+                self._llm_with_retries(rng, t, trace, "agent-runner", "openai", "gpt-4o", tenant, "agent.plan", lines)
+
+    def _request_usd(self) -> np.ndarray:
+        """The mean cost of one request of each service."""
+        steps = {"agent-runner": 8.5}
+        return np.array([steps.get(name, 1.0) * sum(share * _mean_call_usd(route, spec[2]) for route, share in spec[1])
+                         for name, spec in SERVICES.items()])
 
     def _service_rows(self, rng: np.random.Generator, service: str, minutes: np.ndarray, tenants: np.ndarray,
                       lines: list[str], day: int) -> None:
@@ -295,6 +319,13 @@ class Traffic:
                     row["instance"] = instance
                 rows.append(row)
         return rows
+
+
+def _mean_call_usd(route: str, model: str) -> float:
+    """The mean cost of one call (tokens drawn lognormal around the route's medians)."""
+    in_med, out_med = TOKENS[route]
+    price_in, price_out = PRICES[model]
+    return (in_med * math.exp(0.5 ** 2 / 2) * price_in + out_med * math.exp(0.6 ** 2 / 2) * price_out) / 1e6
 
 
 def queue_load(minutes: int) -> np.ndarray:

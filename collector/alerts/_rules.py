@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..store import LLM, Store, encode_rows, usd_text
 from ..store import clickhouse_time as _ts
-from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
+from ._cost import WINDOWS, CostRule, KeyHour, TopTrace, calibration, dispersion
 from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
 from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert, Verdict
 from ._queue import QueueRule, SeriesSpan, replaced
@@ -157,7 +157,22 @@ class CostRules:
         for key, verdict in out.items():
             if verdict.state == BREACH:
                 out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
-        return list(out.values())
+        return list(out.values()) + self._runaways(store, hour, expected, now)
+
+    def _runaways(self, store: Store, hour: HourWindows, expected: dict[Key, dict[int, float]],
+                  now: datetime) -> list[Verdict]:
+        """Each tenant's costliest trace judged by its own spend (see ``CostRule.runaway``)."""
+        before = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=self.rule.runaway_recent_hours - 1)
+        out = []
+        for key in (k for k in expected if k[1] == "tenant"):
+            spent = hour.spent.get(key) or {m: 0.0 for m in WINDOWS}
+            key_hour = KeyHour(spent, expected[key], self.history.typical_hourly(key))
+            verdict = self.rule.runaway(key, hour.top.get(key), key_hour, self.history.top_trace_hour(key, before),
+                                        now)
+            if verdict.state == BREACH:
+                verdict = _since_trace_began(store, key[0], hour.top[key], verdict, now)
+            out.append(verdict)
+        return out
 
     def _route_verdicts(self, hour: HourWindows, expected: dict[Key, dict[int, float]],
                         unit: dict[Key, UnitShift], now: datetime) -> dict[Key, Verdict]:
@@ -247,6 +262,21 @@ class CostRules:
             self._baselines.clear()
         scale = self._calibration.get(key, 1.0) / 60
         return {m: (current * min(m, into) + previous * max(0.0, m - into)) * scale for m in WINDOWS}
+
+
+def _since_trace_began(store: Store, project: str, top: TopTrace, verdict: Verdict, now: datetime) -> Verdict:
+    """The runaway's page dated from the trace's first call, which may be hours before the hour read."""
+    rows = store.query(
+        f"SELECT toString(min(ts)) AS first FROM llm_spans WHERE project = {{project:String}}"
+        f" AND trace_id = {{trace:String}} AND kind = '{LLM}' AND ts >= {{since:{_DT}}} AND ts < {{now:{_DT}}}",
+        {"project": project, "trace": top.trace_id, "since": _ts(now - timedelta(days=1)), "now": _ts(now)},
+    )
+    if not rows or not rows[0]["first"] or rows[0]["first"].startswith("1970"):
+        return verdict
+    began = datetime.fromisoformat(rows[0]["first"]).replace(tzinfo=timezone.utc)
+    alert = verdict.alert
+    summary = alert.summary.replace(f"(since {alert.since:%H:%M} UTC)", f"(since {began:%H:%M} UTC)")
+    return replace(verdict, alert=replace(alert, since=began, summary=summary))
 
 
 def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, float]],
