@@ -44,9 +44,14 @@ Creep, judged when there is no outage; fires when all of these hold:
    ``creep_spread_minutes`` (15) hold a share of the errors more than ``creep_spread_excess``
    (0.4) above their share of the calls.
 
+A creep whose last ``outage_window_minutes`` failed at ``outage_ratio`` or more is an outage the
+outage test doubted (its spread): it fires as an outage, and is dated as one.
+
 When it fires, ``since`` is the breach's first minute, not the window's start: the start of the
 longest stretch up to now at the breaching ratio, moved on to where the next minute (outage) or
-``creep_onset_minutes`` (5, creep) reach that ratio too.
+``creep_onset_minutes`` (5, creep) reach that ratio too. The evaluator then moves it to the
+first failed call in that minute (``_rules.ErrorRule``), the time the page, its card and every
+channel give.
 
 Hold and resolve, while an alert fires and neither test breaches:
 
@@ -69,7 +74,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 import numpy as np
@@ -197,6 +202,11 @@ class ErrorRateRule:
         kind = OUTAGE
         if first is None:
             kind, first = CREEP, self._creep_onset(calls, errors, usual, now, memory.paged_until)
+            if first is not None and self._outage_like(calls, errors):
+                # a creep test that found calls failing at an outage's ratio found an outage (one
+                # whose spread the outage test doubted): said so, and dated from its own onset,
+                # not from the stray errors of the half hour before it
+                kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         if first is None:
             held = self._holds(calls, errors, usual, memory)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
@@ -215,6 +225,12 @@ class ErrorRateRule:
                 and _steady(calls[window], errors[window], self.gap_alpha)):
             return _onset(calls, errors, self.outage_ratio)
         return None
+
+    def _outage_like(self, calls: np.ndarray, errors: np.ndarray) -> bool:
+        """Whether the last ``outage_window_minutes`` failed at ``outage_ratio`` or more."""
+        window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
+        n = calls[window].sum()
+        return bool(n and errors[window].sum() / n >= self.outage_ratio)
 
     def _creep_onset(self, calls: np.ndarray, errors: np.ndarray, usual: float, now: datetime,
                      paged_until: datetime | None) -> int | None:
@@ -293,20 +309,38 @@ class ErrorRateRule:
                now: datetime) -> Alert:
         start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
-        ratio = e / n if n else 0.0
-        service = labels["service"]
-        what = "outage" if kind == OUTAGE else "error rate creeping up"
-        return Alert(
-            name=ERROR_SPIKE, labels=labels,
-            summary=(f"{service}: {what}, {ratio:.1%} of {n:,} LLM calls failed since {since:%H:%M} UTC "
-                     f"({ratio / usual:.0f}x the usual {usual:.2%})"),
-            since=since,
-            numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(n), "errors": float(e),
-                     "transient_errors": float(tr), "logic_errors": float(e - tr),
-                     "outage": float(kind == OUTAGE)},
-            details=f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation).",
-            link="/traces?" + urlencode({"service": service, "status": "error"}),
-        )
+        return error_alert(labels, kind == OUTAGE, n, e, tr, usual, since, now)
+
+
+def error_alert(labels: dict[str, str], outage: bool, calls: int, errors: int, transient: int, usual: float,
+                since: datetime, now: datetime) -> Alert:
+    """The error alert of ``calls`` LLM calls since ``since``, ``errors`` of them failed."""
+    ratio = errors / calls if calls else 0.0
+    service = labels["service"]
+    what = "outage" if outage else "error rate creeping up"
+    return Alert(
+        name=ERROR_SPIKE, labels=labels,
+        summary=(f"{service}: {what}, {ratio:.1%} of {calls:,} LLM calls failed since {since:%H:%M:%S} UTC "
+                 f"({ratio / usual:.0f}x the usual {usual:.2%})"),
+        since=since,
+        numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(calls), "errors": float(errors),
+                 "transient_errors": float(transient), "logic_errors": float(errors - transient),
+                 "outage": float(outage)},
+        details=(f"Of the {calls:,} LLM calls since then, {errors:,} failed: {transient:,} transient errors"
+                 f" (timeouts, 429, 5xx) and {errors - transient:,} logic errors (4xx, validation)."),
+        link=traces_link(service, since, now),
+    )
+
+
+def traces_link(service: str, start: datetime, end: datetime, **labels: str) -> str:
+    """The traces page of ``service`` over [``start``, ``end``], failures first (plus ``route``
+    or ``tenant`` where an alert has them)."""
+    return "/traces?" + urlencode({"service": service, **labels, "start": _iso(start), "end": _iso(end),
+                                   "status": "error", "sort": "errors"})
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(slots=True)

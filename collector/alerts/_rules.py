@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from ..store import LLM, Store, encode_rows, usd_text
 from ..store import clickhouse_time as _ts
 from ._cost import WINDOWS, CostRule, KeyHour, TopTrace, calibration, dispersion
-from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
+from ._error_rate import ErrorRateRule, ServiceMemory, error_alert, most_affected
 from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert, Verdict
 from ._queue import QueueRule, SeriesSpan, replaced
 from ._reads import CostHistory, DailyRatios, HourWindows, cost_windows, error_windows, queue_series
@@ -48,11 +48,34 @@ class ErrorRule:
             verdict = memory.verdict(self.rule, project, service, window, self.rule.usual(ratios.get(key, [])), now)
             if verdict is not None and verdict.state == BREACH:
                 top = _top_error_labels(store, project, service, verdict.alert.since, now)
-                verdict = replace(verdict, alert=replace(verdict.alert,
-                                                         details=verdict.alert.details + most_affected(top)))
+                alert = _since_first_failure(store, verdict.alert, now)
+                verdict = replace(verdict, alert=replace(alert, details=alert.details + most_affected(top)))
             if verdict is not None:
                 out.append(verdict)
         return out
+
+
+def _since_first_failure(store: Store, alert: Alert, now: datetime) -> Alert:
+    """The alert dated from its first failed call in or after its first minute, its figures
+    counted from there (the rule counts in 10-second buckets and floors to the minute: a page said
+    13:43 of an outage whose first failure was at 13:44:43, and counted the calls before it)."""
+    project, service = alert.labels["project"], alert.labels["service"]
+    params = {"project": project, "service": service, "since": _ts(alert.since), "now": _ts(now)}
+    where = (f"project = {{project:String}} AND service = {{service:String}} AND kind = '{LLM}'"
+             f" AND ts < {{now:{_DT}}}")
+    rows = store.query(
+        f"SELECT toString(min(ts)) AS first FROM llm_spans WHERE {where} AND status = 'error'"
+        f" AND ts >= {{since:{_DT}}}", params)
+    first = rows[0]["first"] if rows else ""
+    if not first or first.startswith("1970"):
+        return alert
+    began = datetime.fromisoformat(first).replace(tzinfo=timezone.utc, microsecond=0)
+    counts = store.query(
+        f"SELECT count() AS n, countIf(status = 'error') AS e,"
+        f" countIf(status = 'error' AND error_class = 'transient') AS t FROM llm_spans"
+        f" WHERE {where} AND ts >= {{began:{_DT}}}", {**params, "began": _ts(began)})[0]
+    return error_alert(alert.labels, bool(alert.numbers.get("outage")), int(counts["n"]), int(counts["e"]),
+                       int(counts["t"]), alert.numbers["usual_error_rate"], began, now)
 
 
 def _top_error_labels(store: Store, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:
