@@ -115,6 +115,17 @@ MENTION_DEARER_FACTOR = 1.5
 
 
 @dataclass(frozen=True, slots=True)
+class TopTrace:
+    """A key's costliest trace of the last hour: its id, when its first call of the hour was,
+    what it spent over the hour and over the last :data:`RECENT` minutes."""
+
+    trace_id: str
+    first_at: datetime
+    spent_hour: float
+    spent_recent: float
+
+
+@dataclass(frozen=True, slots=True)
 class KeyHour:
     """What the cost rule reads of one key at one evaluation: ``spent`` and ``expected`` map each
     of :data:`WINDOWS` (minutes) to the trimmed spend before now and its baseline;
@@ -129,17 +140,8 @@ class KeyHour:
     dispersion: float | None = None
     jump: float | None = None
     unit: UnitShift | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TopTrace:
-    """A key's costliest trace of the last hour: its id, when its first call of the hour was,
-    what it spent over the hour and over the last :data:`RECENT` minutes."""
-
-    trace_id: str
-    first_at: datetime
-    spent_hour: float
-    spent_recent: float
+    left_out: TopTrace | None = None
+    """The hour's costliest trace, which ``spent`` leaves out (``None``: none was)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +268,8 @@ class CostRule:
         more = self._spends_more(hour, spent_hour, baseline, floor)
         if more or self.dearer(hour.unit, hour.typical_hourly, floor, spent_hour):
             since = self._since(hour, now, dearer_only=not more)
-            return Verdict(BREACH, _alert(key, spent_hour, baseline, since, hour.unit.ratio if hour.unit else None))
+            return Verdict(BREACH, _alert(key, spent_hour, baseline, since, hour.unit.ratio if hour.unit else None,
+                                          hour.left_out))
         return Verdict(HOLD if self._holds(hour) else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
     def runaway(self, key: Key, top: TopTrace | None, hour: KeyHour, week_top: float, now: datetime) -> Verdict:
@@ -394,21 +397,40 @@ def _z_beyond(alpha: float) -> float:
     return float(-ndtri(alpha))
 
 
-def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None) -> Alert:
+def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None,
+           left_out: TopTrace | None = None) -> Alert:
     project, dimension, value = key
     usual = f"{actual / expected:.1f}x the usual {usd_text(expected)}" if expected > 0 else "usually nothing"
     dearer = (f"; a request cost {unit_ratio:.1f}x its usual"
               if unit_ratio is not None and unit_ratio >= MENTION_DEARER_FACTOR else "")
+    without = f" without its costliest trace ({usd_text(left_out.spent_hour)})" if left_out is not None else ""
     return Alert(
         name=COST_ANOMALY, labels={"project": project, dimension: value},
-        summary=f"{dimension} {value} spent {usd_text(actual)} in the last hour, {usual}{dearer}"
+        summary=f"{dimension} {value} spent {usd_text(actual)} in the last hour{without}, {usual}{dearer}"
                 f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
                  "ratio": actual / expected if expected > 0 else 0.0,
+                 **({"left_out_trace_usd": left_out.spent_hour} if left_out is not None else {}),
                  **({"request_cost_ratio": unit_ratio} if unit_ratio is not None else {})},
+        details=_definitions(dimension, actual, expected, unit_ratio, left_out),
         link="/cost?" + urlencode({dimension: value}),
     )
+
+
+def _definitions(dimension: str, actual: float, expected: float, unit_ratio: float | None,
+                 left_out: TopTrace | None) -> str:
+    """What each figure of a cost alert's headline counts, so none contradicts its details."""
+    spent = f"Spent: the {dimension}'s LLM calls of the last hour, {usd_text(actual)}"
+    if left_out is not None:
+        spent += (f", leaving out its costliest trace ({left_out.trace_id}, {usd_text(left_out.spent_hour)}),"
+                  " as every hour of the baseline leaves out its own: one long session is not an anomaly")
+    text = (f"{spent}. Usual: the same hour of the last same-type days, measured the same way,"
+            f" {usd_text(expected)}.")
+    if unit_ratio is not None:
+        text += (f" A request (a trace's calls) cost {unit_ratio:.1f}x its usual: the hour's requests against"
+                 " the last week's of the same tenant and route.")
+    return text
 
 
 def _runaway_alert(labels: dict[str, str], top: TopTrace, baseline: float, week_top: float, now: datetime) -> Alert:

@@ -176,10 +176,12 @@ class CostRules:
             if surging and tenant_spent is not None:
                 # a pricier model on a route pages once, for the route: deflate that route's share
                 tenant_spent = _deflated(key, tenant_spent, hour.pairs, surging)
-            out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key))
+            out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key), hour.top.get(key))
         for key, verdict in out.items():
             if verdict.state == BREACH:
-                out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
+                drivers = _drivers(store, key, now, hour.top.get(key))
+                out[key] = replace(verdict, alert=replace(verdict.alert, details=" ".join(
+                    part for part in (verdict.alert.details, drivers) if part)))
         return list(out.values()) + self._runaways(store, hour, expected, now)
 
     def _runaways(self, store: Store, hour: HourWindows, expected: dict[Key, dict[int, float]],
@@ -200,7 +202,7 @@ class CostRules:
     def _route_verdicts(self, hour: HourWindows, expected: dict[Key, dict[int, float]],
                         unit: dict[Key, UnitShift], now: datetime) -> dict[Key, Verdict]:
         """Every route's verdict; a breach one tenant made is held (that tenant pages)."""
-        out = {k: self._verdict(k, hour.spent.get(k), expected[k], now, unit.get(k)) for k in expected
+        out = {k: self._verdict(k, hour.spent.get(k), expected[k], now, unit.get(k), hour.top.get(k)) for k in expected
                if k[1] == "route"}
         for key, verdict in out.items():
             if verdict.state == BREACH and self._one_tenant(key, hour):
@@ -265,11 +267,11 @@ class CostRules:
         return set(spent) | set(self.history.hourly)
 
     def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime,
-                 unit: UnitShift | None) -> Verdict:
+                 unit: UnitShift | None, left_out: TopTrace | None = None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         noise, jump = self._noise.get(key) or (None, None)
-        return self.rule.evaluate(key, KeyHour(spent, expected, self.history.typical_hourly(key), noise, jump, unit),
-                                  now)
+        return self.rule.evaluate(key, KeyHour(spent, expected, self.history.typical_hourly(key), noise, jump, unit,
+                                               left_out), now)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and
@@ -313,22 +315,25 @@ def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, floa
     return out
 
 
-def _drivers(store: Store, key: Key, now: datetime) -> str:
+def _drivers(store: Store, key: Key, now: datetime, left_out: TopTrace | None = None) -> str:
     """Which routes, models and users (or tenants) carried the last hour's spend, against the
-    same hour a week earlier."""
+    same hour a week earlier; the trace the alert's spend leaves out is left out here too."""
     project, dimension, value = key
     parts = []
     for column in ("route", "tenant", "model", "user_id"):
         if column == dimension:
             continue
         rows = store.query(
-            f"SELECT {column} AS value, sumIf(ifNull(cost_usd, 0), ts >= {{start:{_DT}}}) AS now_usd,"
+            f"SELECT {column} AS value,"
+            f" sumIf(ifNull(cost_usd, 0), ts >= {{start:{_DT}}}"
+            " AND ({left_out:String} = '' OR trace_id != {left_out:String})) AS now_usd,"
             f" sumIf(ifNull(cost_usd, 0), ts < {{week_end:{_DT}}}) AS before_usd FROM llm_spans"
             f" WHERE project = {{project:String}} AND {dimension} = {{key:String}} AND kind = '{LLM}'"
             f" AND ((ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}})"
             f" OR (ts >= {{week:{_DT}}} AND ts < {{week_end:{_DT}}}))"
             " GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
             {"project": project, "key": value, "start": _ts(now - timedelta(hours=1)), "now": _ts(now),
+             "left_out": left_out.trace_id if left_out is not None else "",
              "week": _ts(now - timedelta(weeks=1, hours=1)), "week_end": _ts(now - timedelta(weeks=1))},
         )
         drivers = [
@@ -338,5 +343,6 @@ def _drivers(store: Store, key: Key, now: datetime) -> str:
         ]
         if drivers:
             parts.append(f"{column.replace('_id', '')}s: " + "; ".join(drivers))
-    return "Excess driven by " + " | ".join(parts) + "." if parts else ""
+    trimmed = " (without the trace left out)" if left_out is not None else ""
+    return f"Excess driven by{trimmed} " + " | ".join(parts) + "." if parts else ""
 

@@ -170,7 +170,8 @@ def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
     assert [(a.name, a.labels) for a in active] == [("CostAnomaly", {"project": project, "route": "sales.email"})]
     alert = active[0]
     assert alert.numbers["cost_usd"] == pytest.approx(9.6) and alert.numbers["baseline_usd"] == pytest.approx(2.4)
-    assert alert.details.startswith("Excess driven by tenants: ")
+    assert alert.details.startswith("Spent: the route's LLM calls of the last hour, $9.60. Usual: ")
+    assert " Excess driven by tenants: " in alert.details  # spans without a trace are never left out
     assert "acme $4.80 ($1.20 a week earlier)" in alert.details and "globex $4.80" in alert.details
     assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 

@@ -19,7 +19,7 @@ from infersight.collector.alerts import Evaluator, WebhookNotifier
 from infersight.collector.alerts._reads import queue_series
 from infersight.collector.alerts._rules import retire_queue_series
 from infersight.collector.alerts._setup import config_from
-from infersight.collector.store import ClickHouseStore, encode_rows
+from infersight.collector.store import ClickHouseStore, encode_rows, usd_text
 from tests.conftest import wait_for
 
 from .receiver import Receiver
@@ -176,6 +176,16 @@ def test_a_small_tenant_pages_on_its_own_scale_and_one_heavy_session_does_not(st
     assert [(a.name, a.labels) for a in active] == [("CostAnomaly", {"project": project, "tenant": "small"})]
     small = next(a for a in active if a.labels.get("tenant") == "small")
     assert 2.5 <= small.numbers["ratio"] <= 3.5 and small.numbers["excess_usd"] < 0.2  # cents, and paged
+    # every figure of the headline is in the details, counted the same way: the hour's costliest
+    # trace left out, and said so with what it spent
+    left_out = usd_text(small.numbers["left_out_trace_usd"])
+    assert small.summary.startswith(f"tenant small spent {usd_text(small.numbers['cost_usd'])} in the last hour"
+                                    f" without its costliest trace ({left_out}), ")
+    assert f"Spent: the tenant's LLM calls of the last hour, {usd_text(small.numbers['cost_usd'])}" in small.details
+    assert "costliest trace (t" in small.details and f", {left_out})" in small.details
+    assert f"Usual: the same hour of the last same-type days, measured the same way, " \
+           f"{usd_text(small.numbers['baseline_usd'])}." in small.details
+    assert "Excess driven by (without the trace left out) routes: r-small" in small.details
 
 
 def test_requests_that_cost_3x_page_a_tenant_whose_hours_swing_with_its_sessions(store):
