@@ -13,8 +13,8 @@ Stopped reporting (``QueueStoppedReporting``), fires when all hold:
 3. no successor reports: a series of the same service and queue (another instance) whose first
    sample came after this one's last, or up to ``successor_overlap`` (10 minutes) before it (a
    rolling deploy starts the new process first), and that reported after it; each series
-   succeeds one other at most (see
-   :func:`replaced`), so one dead replica of three still pages beside its two live siblings.
+   succeeds one other at most (see :func:`replaced`), so one dead replica of three still pages
+   beside its two live siblings.
 
 It resolves once samples arrive again, the series is marked ended (the reporter stopped
 cleanly, or someone acknowledged the page: :func:`~._rules.retire_queue_series`), a successor
@@ -179,9 +179,8 @@ def replaced(series: Sequence[SeriesSpan], overlap: timedelta) -> set[tuple[str,
     """The keys of the series a later one took over from, among ``series`` of one service and
     queue: each unended series, from the one that stopped first, is paired with the earliest
     unpaired series that began after it, at most ``overlap`` before its last sample, and
-    reported after that last sample. A deploy
-    replaces every replica with a new instance id; a replica that dies beside long-running
-    siblings has no successor."""
+    reported after that last sample. A deploy replaces every replica with a new instance id; a
+    replica that dies beside long-running siblings has no successor."""
     by_start = sorted(series, key=lambda s: s.first_at)
     taken: set[tuple[str, ...]] = set()
     out: set[tuple[str, ...]] = set()
