@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.pager.creep_pages            # 40 draws per case
     .venv/bin/python -m bench.pager.creep_pages --draws 10 # a quick look
     .venv/bin/python -m bench.pager.creep_pages --before   # a creep's cleared minutes may page again
+    .venv/bin/python -m bench.pager.creep_pages --ratios   # creeps to 2% and 5% of the calls for 3 h
 
 Each draw is one service's traffic in 10-second buckets, made as ``outage_windows.py`` makes it
 (Poisson requests, failed attempts retried), with the usual error ratio (0.4%) for two hours, a
@@ -10,7 +11,8 @@ creep to 4x it for 1 or 3 hours, then an hour of the usual ratio. The rule is as
 through ``ServiceMemory``, as the evaluator asks it, and an alert resolves once its verdict has
 been clear for the evaluator's ``clear_for`` (as ``Evaluator`` does). Per case: the share of
 creeps paged, pages per paged creep (the target is one), minutes to the first page, and
-minutes from the end to the resolve (negative: the alert resolved while the creep went on).
+minutes from the end to the resolve (negative: the alert resolved while the creep went on), and
+the minutes after the first page that the creep went on while shown resolved.
 ``--before`` keeps only an outage's minutes from paging again, as the rule did before 12ee945.
 """
 
@@ -42,16 +44,17 @@ class _OutagesOnly(ServiceMemory):
         return verdict
 
 
-def episode(rng: np.random.Generator, per_minute: float, minutes: int,
-            memory: ServiceMemory) -> tuple[int, int | None, int | None]:
-    """Pages, minutes from the onset to the first, and minutes from the end to the last resolve
-    (``None``: not paged, or still firing an hour after the end)."""
+def episode(rng: np.random.Generator, per_minute: float, minutes: int, memory: ServiceMemory,
+            ratio: float = 4 * USUAL) -> tuple[int, int | None, int | None, int]:
+    """Pages, minutes from the onset to the first, minutes from the end to the last resolve
+    (``None``: not paged, or still firing an hour after the end), and the minutes of the creep
+    after its first page that were shown resolved."""
     end = ONSET + minutes
-    calls, errors, failed = simulate(rng, per_minute, lambda m: 4 * USUAL if ONSET <= m < end else USUAL,
+    calls, errors, failed = simulate(rng, per_minute, lambda m: ratio if ONSET <= m < end else USUAL,
                                      end + AFTER)
     config = EvaluatorConfig()
     clear_for = int(config.clear_for.total_seconds() // 60)
-    firing, clear_run, pages, first, resolved = False, 0, 0, None, None
+    firing, clear_run, pages, first, resolved, dark = False, 0, 0, None, None, 0
     for m in range(60, end + AFTER + 1):
         verdict = memory.verdict(config.error_rule, "p", "svc", hour_before(m, calls, errors, failed), USUAL,
                                  T0 + timedelta(minutes=m))
@@ -62,7 +65,8 @@ def episode(rng: np.random.Generator, per_minute: float, minutes: int,
             first = m - ONSET if first is None else first
         elif firing and clear_run >= clear_for:
             firing, resolved = False, m - end
-    return pages, first, None if firing else resolved
+        dark += int(first is not None and not firing and m < end)
+    return pages, first, None if firing else resolved, dark
 
 
 def _range(values: list[int]) -> str:
@@ -75,23 +79,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--draws", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--before", action="store_true", help="an outage's minutes alone never page again")
+    parser.add_argument("--ratios", action="store_true",
+                        help="creeps to an absolute error ratio (2%% and 5%%) over 3 h, instead of 4x over 1 and 3 h")
     args = parser.parse_args(argv)
     print("| calls a minute | creep | paged | pages per paged creep | minutes to first page (median) |"
-          " minutes from end to resolve | resolved before the end |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for rate in (10, 30, 60):
-        for minutes in (60, 180):
-            rng = np.random.default_rng([args.seed, rate, minutes])
-            runs = [episode(rng, rate, minutes, _OutagesOnly() if args.before else ServiceMemory())
-                    for _ in range(args.draws)]
-            paged = [r for r in runs if r[0]]
-            firsts = [r[1] for r in paged if r[1] is not None]
-            resolves = [r[2] for r in paged if r[2] is not None]
-            pages = [r[0] for r in paged]
-            print(f"| {rate} | {minutes // 60} h | {len(paged)}/{args.draws} | "
-                  f"{_range(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
-                  f"{statistics.median(firsts) if firsts else '–'} | {_range(resolves)} | "
-                  f"{sum(r < 0 for r in resolves)} |")
+          " minutes from end to resolve | resolved before the end | minutes shown resolved while on (mean, max) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cases = ([(r, 180, ratio) for r in (10, 30, 60) for ratio in (0.02, 0.05)] if args.ratios
+             else [(r, m, 4 * USUAL) for r in (10, 30, 60) for m in (60, 180)])
+    for rate, minutes, ratio in cases:
+        rng = np.random.default_rng([args.seed, rate, minutes, int(ratio * 1000)])
+        runs = [episode(rng, rate, minutes, _OutagesOnly() if args.before else ServiceMemory(), ratio)
+                for _ in range(args.draws)]
+        paged = [r for r in runs if r[0]]
+        firsts = [r[1] for r in paged if r[1] is not None]
+        resolves = [r[2] for r in paged if r[2] is not None]
+        pages = [r[0] for r in paged]
+        dark = [r[3] for r in paged]
+        what = f"{ratio:.0%}, {minutes // 60} h" if args.ratios else f"{minutes // 60} h"
+        print(f"| {rate} | {what} | {len(paged)}/{args.draws} | "
+              f"{_range(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
+              f"{statistics.median(firsts) if firsts else '–'} | {_range(resolves)} | "
+              f"{sum(r < 0 for r in resolves)} | "
+              f"{statistics.fmean(dark) if dark else 0:.1f}, {max(dark) if dark else 0} |")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,8 @@ class Incident:
         if self.family is ERROR_ALERTS:
             return labels.get("service") == self.target
         if self.family is QUEUE_ALERTS:  # before the per-instance series, labels had no instance
-            return labels.get("instance", self.target) == self.target
+            # traffic_b names a replica's process worker-<slot>@<id>, new at every deploy
+            return labels.get("instance", self.target).split("@")[0] == self.target
         # cost: the tenant's or route's own page; another key paging in the window is a false page
         return self.target in (labels.get("tenant"), labels.get("route"))
 
@@ -73,7 +74,9 @@ LIBRARY = (
     Incident("tenant cost 3x, 1 h (small tenant t22)", COST_ALERTS, "t22", 3, 15, 60, 3.0),
     Incident("10x pricier model on docs.summarize, all tenants, 2 h", COST_ALERTS, "docs.summarize", 4, 10, 120,
              10.0),
-    Incident("one long agent session, 2 h (t08)", COST_ALERTS, "t08", 5, 14, 120, 0.0, real=False),
+    Incident("runaway agent loop in one trace, 2x its tenant's spend, 3 h (t02)", COST_ALERTS, "t02", 2, 13, 180, 2.0),
+    Incident("runaway agent loop in one trace, 3x its tenant's spend, 3 h (t05)", COST_ALERTS, "t05", 5, 9, 180, 3.0),
+    Incident("one long agent session, 45 min (t08)", COST_ALERTS, "t08", 5, 14, 45, 0.0, real=False),
 )
 
 
@@ -129,6 +132,8 @@ def modifiers(library: tuple[Incident, ...] = LIBRARY) -> pt.Modifiers:
             mask = np.zeros(n, dtype=bool)
             mask[window] = True
             mods.route_model[inc.target] = (mask, "claude-opus")
+        elif inc.name.startswith("runaway agent loop"):
+            mods.runaways.append((inc.target, window.start, inc.minutes, inc.factor))
         elif inc.name.startswith("one long agent session"):
-            mods.heavy_sessions.append((inc.target, window.start, inc.minutes, 600))
+            mods.heavy_sessions.append((inc.target, window.start, inc.minutes, 225))  # as dense as it was for 2 h
     return mods

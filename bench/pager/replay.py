@@ -31,11 +31,19 @@ from infersight.collector.store import ChdbStore, Store, encode_rows
 from . import incidents as pi
 from . import scoring
 from . import traffic as pt
+from .traffic_b import SEEDS as SEEDS_B
+from .traffic_b import TrafficB
+
+GENERATORS: dict[str, type[pt.Traffic]] = {"a": pt.Traffic, "b": TrafficB}
+"""The traffic shapes: ``traffic.py`` (the one the rules were tuned on) and ``traffic_b.py``."""
 
 
-def load(store: Store, seeds: list[int], scale: float, log: Any, history_days: int = (pt.WEEKS - 1) * 7) -> int:
+def load(store: Store, seeds: list[int], scale: float, log: Any, history_days: int = (pt.WEEKS - 1) * 7,
+         generator: str = "a") -> int:
     """Write every seed's two projects into ``store``, the final week and the ``history_days``
-    before it; returns the number of spans written."""
+    before it, in the shape of ``generator`` (see :data:`GENERATORS`); returns the number of
+    spans written."""
+    shape = GENERATORS[generator]
     columns = {r["name"] for r in store.query("SELECT name FROM system.columns WHERE table = 'queue_depth'"
                                                " AND database = currentDatabase()")}
     with_instance = "instance" in columns  # before per-instance queues, ingest dropped the instance
@@ -44,7 +52,7 @@ def load(store: Store, seeds: list[int], scale: float, log: Any, history_days: i
     first_day = max(0, final_day - history_days)
     for seed in seeds:
         incident, normal = f"i{seed}", f"n{seed}"
-        twins = {incident: pt.Traffic(incident, seed, scale, pi.modifiers()), normal: pt.Traffic(normal, seed, scale)}
+        twins = {incident: shape(incident, seed, scale, pi.modifiers()), normal: shape(normal, seed, scale)}
         for day in range(first_day, pt.WEEKS * 7):
             chunk = twins[incident].day_rows(day)
             # The twins' days before the final week are the same rows (incidents are all in the
@@ -77,9 +85,13 @@ def replay(evaluator: Evaluator, start: datetime, minutes: int, log: Any) -> lis
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pager", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--generator", choices=sorted(GENERATORS), default="a",
+                        help=f"the traffic's shape: a (traffic.py) or b (traffic_b.py, seeds {SEEDS_B[0]}-"
+                             f"{SEEDS_B[-1]} frozen)")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=1,
-                        help="seeds first-seed .. first-seed + seeds - 1 (6 with 5 seeds: the held-out ones)")
+    parser.add_argument("--first-seed", type=int, default=None,
+                        help="seeds first-seed .. first-seed + seeds - 1 (default: 1 with generator a, "
+                             f"{SEEDS_B[0]} with b)")
     parser.add_argument("--scale", type=float, default=0.25, help="traffic volume vs 1.6M spans/week")
     parser.add_argument("--minutes", type=int, default=7 * 1440, help="minutes of the final week to replay")
     parser.add_argument("--from-minute", type=int, default=0,
@@ -98,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    first_seed = args.first_seed if args.first_seed is not None else (SEEDS_B[0] if args.generator == "b" else 1)
+    seeds = list(range(first_seed, first_seed + args.seeds))
     with tempfile.TemporaryDirectory(prefix="pager-") as tmp:
         store = ChdbStore(args.data_dir or Path(tmp) / "store", database="pager")
         try:
@@ -106,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.replay_only or args.score_only:
                 spans = int(store.query("SELECT count() AS n FROM llm_spans")[0]["n"])
             else:
-                spans = load(store, seeds, args.scale, log, args.history_days)
+                spans = load(store, seeds, args.scale, log, args.history_days, args.generator)
                 log(f"loaded {spans:,} spans in {time.perf_counter() - t0:.0f} s")
             if args.load_only:
                 return 0
@@ -122,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             text = scoring.tables(report, took)
         finally:
             store.close()
-    header = (f"{spans:,} spans over the final week and {args.history_days} days before it, {2 * len(seeds)}"
+    header = (f"Generator {args.generator}, seeds {seeds[0]}-{seeds[-1]}: {spans:,} spans over the final week and"
+              f" {args.history_days} days before it, {2 * len(seeds)}"
               f" projects (scale {args.scale}: "
               f"{pt.SPANS_PER_WEEK * args.scale:,.0f} spans a week per project); {args.minutes:,} minutes replayed.\n")
     print(header + "\n" + text)

@@ -85,6 +85,7 @@ class Modifiers:
     tenant_cost: dict[str, np.ndarray] = field(default_factory=dict)  # tenant -> per-minute cost factor
     route_model: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # route -> (mask, model)
     heavy_sessions: list[tuple[str, int, int, int]] = field(default_factory=list)  # tenant, minute, minutes, steps
+    runaways: list[tuple[str, int, int, float]] = field(default_factory=list)  # tenant, minute, minutes, x its spend
     queue_capacity: dict[str, np.ndarray] = field(default_factory=dict)  # instance -> per-minute factor
     queue_silent_from: dict[str, int] = field(default_factory=dict)  # instance -> minute
 
@@ -179,7 +180,30 @@ class Traffic:
         for tenant, at, length, steps in self.mods.heavy_sessions:
             if at // MINUTES_PER_DAY == day:
                 self._heavy_session(rng, tenant, at, length, steps, lines)
+        for tenant, at, length, factor in self.mods.runaways:
+            if at // MINUTES_PER_DAY == day:
+                self._runaway(rng, tenant, at, length, factor, lines)
         return ("\n".join(lines) + "\n").encode()
+
+    def _runaway(self, rng: np.random.Generator, tenant: str, at: int, length: int, factor: float,
+                 lines: list[str]) -> None:
+        """An agent loop in one trace that spends ``factor`` times the tenant's mean spend of a
+        minute on its day (a loop keeps its pace whatever the hour), in steps of ~1 cent on gpt-4o."""
+        trace = f"loop{self.seed:02x}{at:08x}"
+        index = next(i for i, t in enumerate(self.tenants) if t.name == tenant)
+        day = at // MINUTES_PER_DAY
+        usd = float((self._rates(day, day * MINUTES_PER_DAY)[:, index, :] @ self._request_usd()).mean())
+        step_usd = _mean_call_usd("agent.plan", "gpt-4o")
+        for m in range(length):
+            for _ in range(int(rng.poisson(factor * usd / step_usd))):
+                t = START + timedelta(minutes=at + m, seconds=float(rng.uniform(0, 60)))
+                self._llm_with_retries(rng, t, trace, "agent-runner", "openai", "gpt-4o", tenant, "agent.plan", lines)
+
+    def _request_usd(self) -> np.ndarray:
+        """The mean cost of one request of each service."""
+        steps = {"agent-runner": 8.5}
+        return np.array([steps.get(name, 1.0) * sum(share * _mean_call_usd(route, spec[2]) for route, share in spec[1])
+                         for name, spec in SERVICES.items()])
 
     def _service_rows(self, rng: np.random.Generator, service: str, minutes: np.ndarray, tenants: np.ndarray,
                       lines: list[str], day: int) -> None:
@@ -277,41 +301,62 @@ class Traffic:
         rows: list[dict[str, object]] = []
         rng = np.random.default_rng([self.seed, 99])
         minutes = total_minutes()
-        load = diurnal((np.arange(minutes) / 60.0) % 24) * np.where(
-            ((np.arange(minutes) // MINUTES_PER_DAY) % 7) >= 5, 0.4, 1.0)
+        load = queue_load(minutes)
         for i in range(3):
             instance = f"worker-{i}"
             capacity = self.mods.queue_capacity.get(instance, np.ones(minutes))
             silent_from = self.mods.queue_silent_from.get(instance, minutes)
             offset_s = float(rng.uniform(0, 59))
-            backlog: deque[list[float]] = deque()  # [enqueued at (minute), count], oldest first
-            phase = int(rng.integers(0, 10))
-            for m in range(first_minute, minutes):
-                arrivals = rng.poisson(3 * load[m])
-                if (m + phase) % 10 == 0:  # the batch (a cron, a fan-out): the sawtooth's tooth
-                    arrivals += rng.poisson(280 * load[m] * self.scale / 0.25 + 5)
-                if arrivals:
-                    backlog.append([m + rng.uniform(0, 1), float(arrivals)])
-                # 4 consumers, sized for the volume like the batches (at scale 1 they were not:
-                # the queue really fell behind every afternoon), and never slower than at 0.25:
-                # below it the unscaled trickle outgrew them and every queue paged all week
-                drain = 4 * 20.0 * max(self.scale, 0.25) / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
-                while drain > 0 and backlog:
-                    take = min(drain, backlog[0][1])
-                    backlog[0][1] -= take
-                    drain -= take
-                    if backlog[0][1] <= 1e-9:
-                        backlog.popleft()
+            for m, depth, age in replica(rng, load, capacity, self.scale, first_minute, minutes):
                 if m >= silent_from:
                     continue
-                depth = float(round(sum(b[1] for b in backlog)))
-                age = (m + 1 - backlog[0][0]) * 60 if backlog and depth > 0 else 0.0
                 row: dict[str, object] = {
                     "project": self.project, "service": "worker", "queue": "jobs",
                     "ts": f"{START + timedelta(minutes=m, seconds=offset_s):%Y-%m-%d %H:%M:%S.%f}",
-                    "depth": depth, "oldest_age_s": round(age, 1),
+                    "depth": depth, "oldest_age_s": age,
                 }
                 if with_instance:
                     row["instance"] = instance
                 rows.append(row)
         return rows
+
+
+def _mean_call_usd(route: str, model: str) -> float:
+    """The mean cost of one call (tokens drawn lognormal around the route's medians)."""
+    in_med, out_med = TOKENS[route]
+    price_in, price_out = PRICES[model]
+    return (in_med * math.exp(0.5 ** 2 / 2) * price_in + out_med * math.exp(0.6 ** 2 / 2) * price_out) / 1e6
+
+
+def queue_load(minutes: int) -> np.ndarray:
+    """The worker queue's relative load per minute of the run (UTC diurnal, weekend lull)."""
+    return diurnal((np.arange(minutes) / 60.0) % 24) * np.where(
+        ((np.arange(minutes) // MINUTES_PER_DAY) % 7) >= 5, 0.4, 1.0)
+
+
+def replica(rng: np.random.Generator, load: np.ndarray, capacity: np.ndarray, scale: float, first_minute: int,
+            last_minute: int) -> Iterator[tuple[int, float, float]]:
+    """(minute, depth, oldest age s) of one replica's queue, once a minute from an empty queue at
+    ``first_minute``: fed batches every 10 minutes (the sawtooth's tooth) and a trickle, drained
+    by 4 consumers at ``capacity`` (per minute, 1 = all working)."""
+    backlog: deque[list[float]] = deque()  # [enqueued at (minute), count], oldest first
+    phase = int(rng.integers(0, 10))
+    for m in range(first_minute, last_minute):
+        arrivals = rng.poisson(3 * load[m])
+        if (m + phase) % 10 == 0:  # the batch (a cron, a fan-out): the sawtooth's tooth
+            arrivals += rng.poisson(280 * load[m] * scale / 0.25 + 5)
+        if arrivals:
+            backlog.append([m + rng.uniform(0, 1), float(arrivals)])
+        # 4 consumers, sized for the volume like the batches (at scale 1 they were not: the
+        # queue really fell behind every afternoon), and never slower than at 0.25: below it
+        # the unscaled trickle outgrew them and every queue paged all week
+        drain = 4 * 20.0 * max(scale, 0.25) / 0.25 * float(capacity[m]) * rng.uniform(0.8, 1.2)
+        while drain > 0 and backlog:
+            take = min(drain, backlog[0][1])
+            backlog[0][1] -= take
+            drain -= take
+            if backlog[0][1] <= 1e-9:
+                backlog.popleft()
+        depth = float(round(sum(b[1] for b in backlog)))
+        age = (m + 1 - backlog[0][0]) * 60 if backlog and depth > 0 else 0.0
+        yield m, depth, round(age, 1)

@@ -60,6 +60,22 @@ Hold and resolve, while an alert fires and neither test breaches:
    if the hour's requests are still ``ratio`` dearer);
 3. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted.
 
+One trace that keeps spending (a runaway agent loop), per tenant: the trimming above hides it
+from the tests above, so it is judged by its own spend. It fires when all of these hold for the
+tenant's costliest trace of the last hour:
+
+1. it has been spending for at least ``runaway_minutes`` (55) of the hour, and spent in the
+   last :data:`RECENT` minutes at least ``ongoing_ratio`` (1.5x) the tenant's baseline for them;
+2. its hour is at least ``ratio`` (2x) the tenant's baseline hour (taken as above), by the
+   floors above;
+3. its hour is at least ``runaway_top_factor`` (1.5) times the costliest trace of any hour of
+   the tenant's last week, before the last ``runaway_recent_hours`` (4, the loop's own hours):
+   a tenant whose long sessions are normal life does not page for one.
+
+It holds while the trace's last :data:`RECENT` minutes stay at ``ongoing_ratio`` the tenant's
+baseline for them, and clears once it stops. Its labels add ``scope: trace`` to the tenant's, so
+it is its own alert beside the tenant's.
+
 Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made (at least
 ``one_tenant_share`` (80%) of the route's hour) is held, not paged: that tenant pages. A route
 whose hour surges, or whose requests got dearer, pages for itself: the tenants on it are judged
@@ -99,6 +115,17 @@ MENTION_DEARER_FACTOR = 1.5
 
 
 @dataclass(frozen=True, slots=True)
+class TopTrace:
+    """A key's costliest trace of the last hour: its id, when its first call of the hour was,
+    what it spent over the hour and over the last :data:`RECENT` minutes."""
+
+    trace_id: str
+    first_at: datetime
+    spent_hour: float
+    spent_recent: float
+
+
+@dataclass(frozen=True, slots=True)
 class KeyHour:
     """What the cost rule reads of one key at one evaluation: ``spent`` and ``expected`` map each
     of :data:`WINDOWS` (minutes) to the trimmed spend before now and its baseline;
@@ -113,6 +140,8 @@ class KeyHour:
     dispersion: float | None = None
     jump: float | None = None
     unit: UnitShift | None = None
+    left_out: TopTrace | None = None
+    """The hour's costliest trace, which ``spent`` leaves out (``None``: none was)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +180,12 @@ class CostRule:
     """A breach of dearer requests alone is dated at least this many minutes back."""
     one_tenant_share: float = 0.8
     """A route's breach is one tenant's when that tenant made at least this share of its hour."""
+    runaway_minutes: int = 55
+    """A trace must have been spending for this many minutes of the hour to page by itself."""
+    runaway_top_factor: float = 1.5
+    """A runaway's hour must be this multiple of the tenant's costliest trace-hour of the week."""
+    runaway_recent_hours: int = 4
+    """The last hours left out of that week: the loop's own."""
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
@@ -233,8 +268,26 @@ class CostRule:
         more = self._spends_more(hour, spent_hour, baseline, floor)
         if more or self.dearer(hour.unit, hour.typical_hourly, floor, spent_hour):
             since = self._since(hour, now, dearer_only=not more)
-            return Verdict(BREACH, _alert(key, spent_hour, baseline, since, hour.unit.ratio if hour.unit else None))
+            return Verdict(BREACH, _alert(key, spent_hour, baseline, since, hour.unit.ratio if hour.unit else None,
+                                          hour.left_out))
         return Verdict(HOLD if self._holds(hour) else CLEAR, Alert(COST_ANOMALY, labels, "", now))
+
+    def runaway(self, key: Key, top: TopTrace | None, hour: KeyHour, week_top: float, now: datetime) -> Verdict:
+        """The verdict on one tenant's costliest trace of the last hour (the module's runaway
+        list); ``week_top`` is the costliest trace-hour of its week before the loop's own hours."""
+        project, dimension, value = key
+        labels = {"project": project, dimension: value, "scope": "trace"}
+        recent_floor = self.ongoing_ratio * hour.expected[RECENT]
+        spending = top is not None and top.spent_recent > 0 and top.spent_recent >= recent_floor
+        if top is None or not spending:
+            return Verdict(CLEAR, Alert(COST_ANOMALY, labels, "", now))
+        baseline = max(hour.expected[60], self.min_baseline_share * hour.typical_hourly)
+        floor = max(self.min_excess_usd, self.min_excess_share * hour.typical_hourly)
+        if (top.first_at <= now - timedelta(minutes=self.runaway_minutes)
+                and top.spent_hour >= self.ratio * baseline and top.spent_hour - baseline >= floor
+                and top.spent_hour >= self.runaway_top_factor * week_top):
+            return Verdict(BREACH, _runaway_alert(labels, top, baseline, week_top, now))
+        return Verdict(HOLD, Alert(COST_ANOMALY, labels, "", now))
 
     def _spends_more(self, hour: KeyHour, spent_hour: float, baseline: float, floor: float) -> bool:
         """The module's "more spend" list: the hour at ``ratio`` its ``baseline``, by ``floor``
@@ -344,18 +397,56 @@ def _z_beyond(alpha: float) -> float:
     return float(-ndtri(alpha))
 
 
-def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None) -> Alert:
+def _alert(key: Key, actual: float, expected: float, since: datetime, unit_ratio: float | None,
+           left_out: TopTrace | None = None) -> Alert:
     project, dimension, value = key
     usual = f"{actual / expected:.1f}x the usual {usd_text(expected)}" if expected > 0 else "usually nothing"
     dearer = (f"; a request cost {unit_ratio:.1f}x its usual"
               if unit_ratio is not None and unit_ratio >= MENTION_DEARER_FACTOR else "")
+    without = f" without its costliest trace ({usd_text(left_out.spent_hour)})" if left_out is not None else ""
     return Alert(
         name=COST_ANOMALY, labels={"project": project, dimension: value},
-        summary=f"{dimension} {value} spent {usd_text(actual)} in the last hour, {usual}{dearer}"
+        summary=f"{dimension} {value} spent {usd_text(actual)} in the last hour{without}, {usual}{dearer}"
                 f" (since {since:%H:%M} UTC)",
         since=since,
         numbers={"cost_usd": actual, "baseline_usd": expected, "excess_usd": actual - expected,
                  "ratio": actual / expected if expected > 0 else 0.0,
+                 **({"left_out_trace_usd": left_out.spent_hour} if left_out is not None else {}),
                  **({"request_cost_ratio": unit_ratio} if unit_ratio is not None else {})},
+        details=_definitions(dimension, actual, expected, unit_ratio, left_out),
+        link="/cost?" + urlencode({dimension: value}),
+    )
+
+
+def _definitions(dimension: str, actual: float, expected: float, unit_ratio: float | None,
+                 left_out: TopTrace | None) -> str:
+    """What each figure of a cost alert's headline counts, so none contradicts its details."""
+    spent = f"Spent: the {dimension}'s LLM calls of the last hour, {usd_text(actual)}"
+    if left_out is not None:
+        spent += (f", leaving out its costliest trace ({left_out.trace_id}, {usd_text(left_out.spent_hour)}),"
+                  " as every hour of the baseline leaves out its own: one long session is not an anomaly")
+    text = (f"{spent}. Usual: the same hour of the last same-type days, measured the same way,"
+            f" {usd_text(expected)}.")
+    if unit_ratio is not None:
+        text += (f" A request (a trace's calls) cost {unit_ratio:.1f}x its usual: the hour's requests against"
+                 " the last week's of the same tenant and route.")
+    return text
+
+
+def _runaway_alert(labels: dict[str, str], top: TopTrace, baseline: float, week_top: float, now: datetime) -> Alert:
+    dimension, value = next((k, v) for k, v in labels.items() if k not in ("project", "scope"))
+    per_hour = usd_text(top.spent_hour)
+    return Alert(
+        name=COST_ANOMALY, labels=labels,
+        summary=(f"{dimension} {value}: one trace ({top.trace_id}) spent {per_hour} in the last hour,"
+                 f" {top.spent_hour / baseline:.1f}x the {dimension}'s usual hour of {usd_text(baseline)},"
+                 f" and is still spending (since {top.first_at:%H:%M} UTC)"),
+        since=top.first_at,
+        numbers={"trace_cost_usd": top.spent_hour, "trace_recent_usd": top.spent_recent, "baseline_usd": baseline,
+                 "ratio": top.spent_hour / baseline if baseline > 0 else 0.0, "week_top_trace_usd": week_top},
+        details=(f"A single session that keeps spending, such as an agent loop: trace {top.trace_id} spent"
+                 f" {per_hour} over the last hour, {usd_text(top.spent_recent)} of it in the last {RECENT}"
+                 f" minutes; the costliest trace of any hour of the {dimension}'s week cost {usd_text(week_top)}."
+                 f" The {dimension}'s own cost figures leave out each hour's costliest trace, this one included."),
         link="/cost?" + urlencode({dimension: value}),
     )

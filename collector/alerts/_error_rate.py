@@ -44,18 +44,27 @@ Creep, judged when there is no outage; fires when all of these hold:
    ``creep_spread_minutes`` (15) hold a share of the errors more than ``creep_spread_excess``
    (0.4) above their share of the calls.
 
+A creep whose last ``outage_window_minutes`` failed at ``outage_ratio`` or more is an outage the
+outage test doubted (its spread): it fires as an outage, and is dated as one.
+
 When it fires, ``since`` is the breach's first minute, not the window's start: the start of the
 longest stretch up to now at the breaching ratio, moved on to where the next minute (outage) or
-``creep_onset_minutes`` (5, creep) reach that ratio too.
+``creep_onset_minutes`` (5, creep) reach that ratio too. The evaluator then moves it to the
+first failed call in that minute (``_rules.ErrorRule``), the time the page, its card and every
+channel give.
 
 Hold and resolve, while an alert fires and neither test breaches:
 
 1. it holds while the last ``outage_window_minutes`` (5) stay at ``outage_hold_ratio`` (10%);
-2. or while the last ``outage_hold_minutes`` (5, if it fired as an outage) or
-   ``creep_hold_minutes`` (12, as a creep, so a sparse minute does not end it), burst minutes
-   left out, stay at ``hold_factor`` (2x) the usual ratio, and, for an outage, beyond chance
-   (``hold_alpha``, 0.01);
-3. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
+2. one that fired as an outage holds while the last ``outage_hold_minutes`` (5), burst minutes
+   left out, stay at ``hold_factor`` (2x) the usual ratio, beyond chance (``hold_alpha``, 0.01);
+3. one that fired as a creep holds until the recent minutes are evidence that it ended: for some
+   stretch of the last ``creep_end_max_minutes`` (60) ending now, bursts in, the usual
+   ratio explains its errors ``creep_end_odds`` (100) times better than the creep's ratio (the
+   geometric mean of ``creep_factor`` x usual and the ratio of its last breach, the whole
+   incident so far). A short quiet stretch of a low-rate creep is not such evidence, so it does
+   not end it;
+4. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
    ``EvaluatorConfig.clear_for`` (2 minutes).
 
 Measured in BENCHMARKS.md, section 'The pager'.
@@ -65,7 +74,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
 
 import numpy as np
@@ -155,8 +164,10 @@ class ErrorRateRule:
     """Share of the calls failed over the outage window that keeps any firing alert."""
     outage_hold_minutes: int = 5
     """The window of the ``hold_factor`` test for an alert that fired as an outage."""
-    creep_hold_minutes: int = 12
-    """The window of the ``hold_factor`` test for an alert that fired as a creep."""
+    creep_end_odds: float = 100.0
+    """How much better the usual ratio must explain a recent stretch than the creep's to end it."""
+    creep_end_max_minutes: int = 60
+    """The longest recent stretch the creep's end is looked for in."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.slo < 1.0:
@@ -191,8 +202,13 @@ class ErrorRateRule:
         kind = OUTAGE
         if first is None:
             kind, first = CREEP, self._creep_onset(calls, errors, usual, now, memory.paged_until)
+            if first is not None and self._outage_like(calls, errors):
+                # a creep test that found calls failing at an outage's ratio found an outage (one
+                # whose spread the outage test doubted): said so, and dated from its own onset,
+                # not from the stray errors of the half hour before it
+                kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
         if first is None:
-            held = self._holds(calls, errors, usual, memory.fired_as)
+            held = self._holds(calls, errors, usual, memory)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
         return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now))
@@ -209,6 +225,12 @@ class ErrorRateRule:
                 and _steady(calls[window], errors[window], self.gap_alpha)):
             return _onset(calls, errors, self.outage_ratio)
         return None
+
+    def _outage_like(self, calls: np.ndarray, errors: np.ndarray) -> bool:
+        """Whether the last ``outage_window_minutes`` failed at ``outage_ratio`` or more."""
+        window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
+        n = calls[window].sum()
+        return bool(n and errors[window].sum() / n >= self.outage_ratio)
 
     def _creep_onset(self, calls: np.ndarray, errors: np.ndarray, usual: float, now: datetime,
                      paged_until: datetime | None) -> int | None:
@@ -230,16 +252,34 @@ class ErrorRateRule:
                                         self.creep_onset_minutes)
         return None
 
-    def _holds(self, calls: np.ndarray, errors: np.ndarray, usual: float, held_as: str) -> bool:
-        """Whether a firing alert that fired as ``held_as`` holds (the module's hold list)."""
+    def _holds(self, calls: np.ndarray, errors: np.ndarray, usual: float, memory: ServiceMemory) -> bool:
+        """Whether a firing alert holds (the module's hold list)."""
         window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
         n, e = calls[window].sum(), errors[window].sum()
-        minutes = self.outage_hold_minutes if held_as == OUTAGE else self.creep_hold_minutes
+        if n and e / n >= self.outage_hold_ratio:
+            return True
+        if memory.fired_as != OUTAGE:
+            # every minute, bursts too: leaving out a creep's busiest minutes would make its end
+            return not self._creep_ended(calls.reshape(-1, _PER_MINUTE).sum(axis=1),
+                                         errors.reshape(-1, _PER_MINUTE).sum(axis=1), usual, memory.incident_ratio)
         minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
-        n_hold, e_hold = minute_calls[-minutes:].sum(), minute_errors[-minutes:].sum()
-        return bool(n and e / n >= self.outage_hold_ratio) or (
-            e_hold >= self.hold_factor * usual * n_hold
-            and (held_as != OUTAGE or _tail(e_hold, n_hold, usual) <= self.hold_alpha))
+        n_hold = minute_calls[-self.outage_hold_minutes:].sum()
+        e_hold = minute_errors[-self.outage_hold_minutes:].sum()
+        return bool(e_hold >= self.hold_factor * usual * n_hold and _tail(e_hold, n_hold, usual) <= self.hold_alpha)
+
+    def _creep_ended(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float,
+                     incident_ratio: float | None) -> bool:
+        """Whether some stretch of the last ``creep_end_max_minutes`` favours the usual ratio over
+        the creep's by ``creep_end_odds`` (a likelihood ratio of the two binomials)."""
+        # between the weakest creep that pages and the breach's own ratio, which runs high: a
+        # breach is found where errors happen to crowd, and that ratio ended a 2% creep's alert
+        # in a quiet quarter hour of it
+        weakest = self.creep_factor * usual
+        creep = min(math.sqrt(max(incident_ratio or 0.0, weakest) * weakest), 0.99)
+        n = np.cumsum(minute_calls[::-1])[:self.creep_end_max_minutes]
+        e = np.cumsum(minute_errors[::-1])[:self.creep_end_max_minutes]
+        log_odds = e * math.log(usual / creep) + (n - e) * math.log((1 - usual) / (1 - creep))
+        return bool(log_odds.max() >= math.log(self.creep_end_odds))
 
     def _creeps(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float, alpha: float) -> bool:
         """Whether these minutes' errors are ``creep_factor`` times the usual, beyond chance
@@ -269,42 +309,65 @@ class ErrorRateRule:
                now: datetime) -> Alert:
         start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
-        ratio = e / n if n else 0.0
-        service = labels["service"]
-        what = "outage" if kind == OUTAGE else "error rate creeping up"
-        return Alert(
-            name=ERROR_SPIKE, labels=labels,
-            summary=(f"{service}: {what}, {ratio:.1%} of {n:,} LLM calls failed since {since:%H:%M} UTC "
-                     f"({ratio / usual:.0f}x the usual {usual:.2%})"),
-            since=since,
-            numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(n), "errors": float(e),
-                     "transient_errors": float(tr), "logic_errors": float(e - tr),
-                     "outage": float(kind == OUTAGE)},
-            details=f"{tr:,} transient (timeouts, 429, 5xx) and {e - tr:,} logic errors (4xx, validation).",
-            link="/traces?" + urlencode({"service": service, "status": "error"}),
-        )
+        return error_alert(labels, kind == OUTAGE, n, e, tr, usual, since, now)
+
+
+def error_alert(labels: dict[str, str], outage: bool, calls: int, errors: int, transient: int, usual: float,
+                since: datetime, now: datetime) -> Alert:
+    """The error alert of ``calls`` LLM calls since ``since``, ``errors`` of them failed."""
+    ratio = errors / calls if calls else 0.0
+    service = labels["service"]
+    what = "outage" if outage else "error rate creeping up"
+    return Alert(
+        name=ERROR_SPIKE, labels=labels,
+        summary=(f"{service}: {what}, {ratio:.1%} of {calls:,} LLM calls failed since {since:%H:%M:%S} UTC "
+                 f"({ratio / usual:.0f}x the usual {usual:.2%})"),
+        since=since,
+        numbers={"error_rate": ratio, "usual_error_rate": usual, "requests": float(calls), "errors": float(errors),
+                 "transient_errors": float(transient), "logic_errors": float(errors - transient),
+                 "outage": float(outage)},
+        details=(f"Of the {calls:,} LLM calls since then, {errors:,} failed: {transient:,} transient errors"
+                 f" (timeouts, 429, 5xx) and {errors - transient:,} logic errors (4xx, validation)."),
+        link=traces_link(service, since, now),
+    )
+
+
+def traces_link(service: str, start: datetime, end: datetime, **labels: str) -> str:
+    """The traces page of ``service`` over [``start``, ``end``], failures first (plus ``route``
+    or ``tenant`` where an alert has them)."""
+    return "/traces?" + urlencode({"service": service, **labels, "start": _iso(start), "end": _iso(end),
+                                   "status": "error", "sort": "errors"})
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(slots=True)
 class ServiceMemory:
     """What one service's verdicts leave for its next: what its last breach fired as, when, and
     the end of the minutes that paged already (an outage's at each of its breaches, any alert's
-    at its first clear). The hour holds an incident's errors for an hour after it ends: without
-    this, they would page again once the alert has cleared."""
+    at its first clear), and the incident's ratio at its last breach. The hour holds an
+    incident's errors for an hour after it ends: without this, they would page again once the
+    alert has cleared."""
 
     fired_as: str = CREEP
     breached_at: datetime | None = None
     paged_until: datetime | None = None
+    incident_ratio: float | None = None
+    """The error ratio of the last breach: the incident's, since its first minute."""
 
     def verdict(self, rule: ErrorRateRule, project: str, service: str, w: ServiceWindow, usual: float,
                 now: datetime) -> Verdict | None:
         """``rule``'s verdict at ``now``, remembered for the next."""
         verdict = rule.evaluate(project, service, w, usual, now, memory=self)
         if verdict is not None and verdict.state == CLEAR and self.breached_at is not None:
-            self.paged_until, self.breached_at = self.breached_at, None
+            # the minutes the alert held for paged too: after a creep's end they would page again
+            self.paged_until, self.breached_at = now, None
         elif verdict is not None and verdict.state == BREACH:
             self.fired_as = OUTAGE if verdict.alert.numbers.get("outage") else CREEP
             self.breached_at = now
+            self.incident_ratio = verdict.alert.numbers.get("error_rate")
             if self.fired_as == OUTAGE:
                 self.paged_until = now
         return verdict

@@ -19,7 +19,7 @@ from ._error_rate import ErrorRateRule
 from ._holds import hold_back
 from ._model import BREACH, CLEAR, Alert, Verdict, fingerprint
 from ._queue import QueueRule
-from ._rules import CostRules, ErrorRule, queue_verdicts
+from ._rules import CostRules, ErrorRule, forgotten_queue_alerts, queue_verdicts
 from ._state import AlertState, Event, transition
 
 logger = logging.getLogger("infersight.alerts")
@@ -133,8 +133,10 @@ class Evaluator:
         self._sample_own_queue(now)
         self._run_windowed(now)
         verdicts = self.verdicts(now)
+        stored = self._stored()
+        verdicts += forgotten_queue_alerts(stored.values(), verdicts, self.config.queue_rule)
         active = [v.alert for v in verdicts if v.state == BREACH]
-        updates, events = transition(verdicts, self._stored(), now, self.config.repeat_interval,
+        updates, events = transition(verdicts, stored, now, self.config.repeat_interval,
                                      self._lasting_clears(verdicts, now))
         delivered, errors = self._deliver(events)
         # Delivered anywhere counts as notified: retrying every channel because one failed would

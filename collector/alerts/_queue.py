@@ -5,11 +5,22 @@ depth samples, with the age of the oldest item where the reporter knows it. Thre
 reporting the same queue name are three queues, so one stalled replica is not averaged away by
 two healthy ones. Names below are fields of :class:`QueueRule`.
 
-Stopped reporting (``QueueStoppedReporting``):
+Stopped reporting (``QueueStoppedReporting``), fires when all hold:
 
-1. fires when the last sample is older than ``silent_after`` (5 minutes); while it fires the
-   series' not-draining alert neither fires nor resolves (silence is not health);
-2. resolves once samples arrive again.
+1. the last sample is older than ``silent_after`` (5 minutes); while it fires the series'
+   not-draining alert neither fires nor resolves (silence is not health);
+2. the last sample is not marked ended (the SDK's clean shutdown);
+3. no successor reports: a series of the same service and queue (another instance) whose first
+   sample came after this one's last, or up to ``successor_overlap`` (10 minutes) before it (a
+   rolling deploy starts the new process first), and that reported after it; each series
+   succeeds one other at most (see :func:`replaced`), so one dead replica of three still pages
+   beside its two live siblings.
+
+It resolves once samples arrive again, the series is marked ended (the reporter stopped
+cleanly, or someone acknowledged the page: :func:`~._rules.retire_queue_series`), a successor
+reports, or the series is older than ``forget_after`` (a day): a page nobody can act on must
+not stay firing for ever. An ended or replaced series' not-draining alert resolves too: its
+process is gone.
 
 Not draining (``QueueNotDraining``), fires when either holds:
 
@@ -20,11 +31,12 @@ Not draining (``QueueNotDraining``), fires when either holds:
    sawtooth (batches in, consumers draining them) falls every few minutes, even at a high level,
    and stays quiet.
 
-Catching up: with ``min_samples`` samples in the last ``window`` and in the one before, the oldest
-item's age (without ages: the depth) peaked lower in the last than in the one before. Consumers
-are back and working through the backlog, which ends the incident even while the backlog is still
-old. Peaks, because the age is a sawtooth while a backlog of batches drains, and a slow
-consumer's peaks keep rising.
+Catching up: with ``min_samples`` samples in the last ``window`` and before it, the oldest
+item's age (without ages: the depth) peaked lower in the last than anywhere before it in the
+samples read (the incident's peak, not the window before: a draining backlog's sawtooth can peak
+higher than the window before it, and re-paged while it drained). Consumers are back and working
+through the backlog, which ends the incident even while the backlog is still old. Peaks, because
+the age is a sawtooth while a backlog of batches drains, and a slow consumer's peaks keep rising.
 
 Hold and resolve, while the alert fires and neither condition holds:
 
@@ -37,7 +49,7 @@ Hold and resolve, while the alert fires and neither condition holds:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from urllib.parse import urlencode
@@ -52,6 +64,8 @@ class DepthSample:
     ts: datetime
     depth: float
     oldest_age_s: float | None = None
+    ended: bool = False
+    """The reporter's last point before a clean shutdown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,23 +82,34 @@ class QueueRule:
     """A queue that falls again resolves only once its oldest item is younger than this share of the limit."""
     silent_after: timedelta = timedelta(minutes=5)
     """A series without a sample for this long has stopped reporting."""
+    successor_overlap: timedelta = timedelta(minutes=10)
+    """A new instance that began this long before an old one's last sample can be its successor."""
+    forget_after: timedelta = timedelta(hours=24)
+    """A series silent this long is no longer judged, and its pages resolve."""
 
     def evaluate(
         self, project: str, service: str, queue: str, samples: Sequence[DepthSample], now: datetime,
-        instance: str = "",
+        instance: str = "", *, label: str = "", replaced: bool = False,
     ) -> list[Verdict]:
-        """The verdicts on one series; ``samples`` in time order (the last ones before ``now``)."""
+        """The verdicts on one series; ``samples`` in time order (the last ones before ``now``).
+        ``label`` names the instance for people (pod, host, pid); ``replaced``: a successor
+        reports (see :func:`replaced`)."""
         labels = {"project": project, "service": service, "queue": queue}
         if instance:
             labels["instance"] = instance
-        where = f"queue {queue} of {service}" + (f" on {instance}" if instance else "")
+        named = label or instance
+        where = f"queue {queue} of {service}" + (f" on {named}" if named else "")
         link = "/latency?" + urlencode({"service": service, "queue": queue})
         if not samples:
             return []
         last = samples[-1]
         if now - last.ts > self.silent_after:
             silent = Alert(QUEUE_SILENT, labels, f"{where} stopped reporting {_ago(now - last.ts)} ago",
-                           since=last.ts, numbers={"last_depth": last.depth}, link=link)
+                           since=last.ts, numbers={"last_depth": last.depth}, link=link,
+                           details=_silent_details(instance, label))
+            if last.ended or replaced or now - last.ts > self.forget_after:
+                retired = replace(silent, summary=_retired(where, last, replaced, now - last.ts))
+                return [Verdict(CLEAR, retired), Verdict(CLEAR, replace(retired, name=QUEUE_NOT_DRAINING))]
             return [Verdict(BREACH, silent)]  # and nothing on draining: no data
         out = [Verdict(CLEAR, Alert(QUEUE_SILENT, labels, "", now))]
         recent = [s for s in samples if s.ts >= now - self.window]
@@ -109,8 +134,9 @@ class QueueRule:
         return [*out, Verdict(CLEAR if recovered else HOLD, draining)]
 
     def _catching_up(self, recent: Sequence[DepthSample], samples: Sequence[DepthSample], now: datetime) -> bool:
-        """Whether the oldest age (without ages: the depth) peaked lower in the last window than in the one before."""
-        before = [s for s in samples if now - 2 * self.window <= s.ts < now - self.window]
+        """Whether the oldest age (without ages: the depth) peaked lower in the last window than
+        in any before it that was read."""
+        before = [s for s in samples if s.ts < now - self.window]
         if len(recent) < self.min_samples or len(before) < self.min_samples:
             return False
         if all(s.oldest_age_s is not None for s in (*recent, *before)):
@@ -136,6 +162,49 @@ class QueueRule:
             details=f"Depth never fell and never reached zero in {len(samples) - start} samples.",
             link=link,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSpan:
+    """When one series of a (project, service, queue) was seen: its first and last sample, and
+    whether the last was marked ended."""
+
+    key: tuple[str, ...]
+    first_at: datetime
+    last_at: datetime
+    ended: bool = False
+
+
+def replaced(series: Sequence[SeriesSpan], overlap: timedelta) -> set[tuple[str, ...]]:
+    """The keys of the series a later one took over from, among ``series`` of one service and
+    queue: each unended series, from the one that stopped first, is paired with the earliest
+    unpaired series that began after it, at most ``overlap`` before its last sample, and
+    reported after that last sample. A deploy replaces every replica with a new instance id; a
+    replica that dies beside long-running siblings has no successor."""
+    by_start = sorted(series, key=lambda s: s.first_at)
+    taken: set[tuple[str, ...]] = set()
+    out: set[tuple[str, ...]] = set()
+    for old in sorted((s for s in series if not s.ended), key=lambda s: s.last_at):
+        successor = next((s for s in by_start if s.key not in taken and s.first_at > old.first_at
+                          and s.first_at >= old.last_at - overlap and s.last_at > old.last_at), None)
+        if successor is not None:
+            taken.add(successor.key)
+            out.add(old.key)
+    return out
+
+
+def _silent_details(instance: str, label: str) -> str:
+    if label and instance:
+        return f"Instance {instance} ({label}): no sample since, and no other instance took its place."
+    return "No sample since, and no other instance took its place."
+
+
+def _retired(where: str, last: DepthSample, replaced: bool, silent_for: timedelta) -> str:
+    if last.ended:
+        return f"{where} stopped cleanly at {last.ts:%H:%M} UTC"
+    if replaced:
+        return f"{where} was replaced by a new instance after {last.ts:%H:%M} UTC"
+    return f"{where} has not reported for {_ago(silent_for)}; no longer watched"
 
 
 def _ago(delta: timedelta) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..store import LLM, Store
 from ..store import clickhouse_time as _ts
-from ._cost import HOUR, WINDOWS
+from ._cost import HOUR, WINDOWS, TopTrace
 from ._error_rate import BUCKET_S, BUCKETS, WINDOW, ServiceWindow
 from ._queue import DepthSample
 from ._unit_cost import RECENT, Key, Pair, UnitCosts, Window
@@ -101,22 +101,36 @@ class DailyRatios:
 Series = tuple[str, str, str, str]  # project, service, queue, instance
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesRead:
+    """One queue series as the rule reads it: its recent samples (or only its last, if silent),
+    its first sample's time in the look-back, and the instance's pod, host and pid."""
+
+    samples: list[DepthSample]
+    first_at: datetime
+    label: str = ""
+
+
 def queue_series(store: Store, now: datetime, lookback: timedelta,
-                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, list[DepthSample]]:
+                 recent: timedelta = timedelta(minutes=30)) -> dict[Series, SeriesRead]:
     """Every (project, service, queue, instance) seen in ``lookback``: its samples of the last
     ``recent`` in time order, or only its last sample if it has none that recent (a silent series)."""
     rows = store.query(
-        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, argMax(depth, ts) AS last_depth,"
-        f" arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s), ts >= {{recent:{_DT}}})) AS samples"
+        "SELECT project, service, queue, instance, toString(max(ts)) AS last_at, toString(min(ts)) AS first_at,"
+        " argMax(depth, ts) AS last_depth, argMax(ended, ts) AS last_ended, argMax(instance_label, ts) AS label,"
+        " arraySort(x -> x.1, groupArrayIf((toString(ts), depth, oldest_age_s, ended),"
+        f" ts >= {{recent:{_DT}}})) AS samples"
         f" FROM queue_depth WHERE ts >= {{since:{_DT}}} AND ts <= {{now:{_DT}}}"
         " GROUP BY project, service, queue, instance",
         {"since": _ts(now - lookback), "now": _ts(now), "recent": _ts(now - recent)},
     )
-    series: dict[Series, list[DepthSample]] = {}
+    series: dict[Series, SeriesRead] = {}
     for row in rows:
-        samples = [DepthSample(_parse_ts(at), float(depth), age) for at, depth, age in row["samples"]]
-        series[(row["project"], row["service"], row["queue"], row["instance"])] = samples or [
-            DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]))]
+        samples = [DepthSample(_parse_ts(at), float(depth), age, bool(ended))
+                   for at, depth, age, ended in row["samples"]]
+        last = DepthSample(_parse_ts(row["last_at"]), float(row["last_depth"]), ended=bool(row["last_ended"]))
+        series[(row["project"], row["service"], row["queue"], row["instance"])] = SeriesRead(
+            samples or [last], _parse_ts(row["first_at"]), str(row["label"]))
     return series
 
 
@@ -154,6 +168,8 @@ class HourWindows:
     spent: dict[Key, dict[int, float]]
     pairs: dict[Pair, dict[int, float]]
     requests: list[Window]
+    top: dict[Key, TopTrace] = field(default_factory=dict)
+    """Each tenant's and route's costliest trace of the hour (the one its ``spent`` leaves out)."""
 
 
 def cost_windows(store: Store, now: datetime) -> HourWindows:
@@ -161,9 +177,13 @@ def cost_windows(store: Store, now: datetime) -> HourWindows:
     sums = ", ".join(f"sumIf(ifNull(cost_usd, 0), ts >= {{s{m}:{_DT}}}) AS c{m}" for m in WINDOWS)
     trimmed = ", ".join(f"{_trimmed(f'c{m}')} AS a{m}" for m in WINDOWS)
     params = {f"s{m}": _ts(now - timedelta(minutes=m)) for m in WINDOWS} | {"now": _ts(now)}
+    traced = "trace_id != ''"
+    top = (f"argMaxIf(trace_id, c60, {traced}) AS top_trace, maxIf(c60, {traced}) AS top60,"
+           f" argMaxIf(c{RECENT}, c60, {traced}) AS top_recent,"
+           f" toUnixTimestamp64Milli(argMaxIf(first_ts, c60, {traced})) AS top_first_ms")
     rows = store.query(
-        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_units('u')}, {_units('r')}"
-        f" FROM (SELECT project, tenant, route, trace_id, {sums}, {_call_units('u')},"
+        f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_units('u')}, {_units('r')}, {top}"
+        f" FROM (SELECT project, tenant, route, trace_id, min(ts) AS first_ts, {sums}, {_call_units('u')},"
         f" {_call_units('r', f'ts >= {{s{RECENT}:{_DT}}}')}"
         f" FROM llm_spans WHERE {_IS_CALL} AND ts >= {{s{max(WINDOWS)}:{_DT}}} AND ts < {{now:{_DT}}}"
         " GROUP BY project, tenant, route, trace_id)"
@@ -175,6 +195,9 @@ def cost_windows(store: Store, now: datetime) -> HourWindows:
         windows = {m: float(row[f"a{m}"]) for m in WINDOWS}
         if int(row["g"]) != 0:
             out.spent[_key(row)] = windows
+            if row["top_trace"]:
+                out.top[_key(row)] = TopTrace(str(row["top_trace"]), _hour(int(row["top_first_ms"]) // 1000),
+                                              float(row["top60"]), float(row["top_recent"]))
             continue
         pair = (str(row["project"]), str(row["tenant"]), str(row["route"]))
         out.pairs[pair] = windows
@@ -289,6 +312,14 @@ class CostHistory:
         squares = sum(series[h][0] for h in hours) - sum(t ** 2 for t in tops)
         cubes = sum(series[h][1] for h in hours) - sum(t ** 3 for t in tops)
         return (squares / spend if spend > 0 else 0.0), (cubes / squares if squares > 0 else 0.0)
+
+    def top_trace_hour(self, key: Key, until: datetime) -> float:
+        """The costliest trace of any complete hour of the key's week before ``until``."""
+        if self._until is None:
+            return 0.0
+        week_ago = self._until - timedelta(days=7)
+        return max((moments[2] for hour, moments in self.traces.get(key, {}).items() if week_ago <= hour < until),
+                   default=0.0)
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:
         week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))

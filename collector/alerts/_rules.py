@@ -3,22 +3,22 @@ returns its verdicts; the evaluator turns verdicts into pages (see ``_state.tran
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
-from ..store import LLM, Store, usd_text
+from ..store import LLM, Store, encode_rows, usd_text
 from ..store import clickhouse_time as _ts
-from ._cost import WINDOWS, CostRule, KeyHour, calibration, dispersion
-from ._error_rate import ErrorRateRule, ServiceMemory, most_affected
-from ._model import BREACH, HOLD, Verdict
-from ._queue import QueueRule
+from ._cost import WINDOWS, CostRule, KeyHour, TopTrace, calibration, dispersion
+from ._error_rate import ErrorRateRule, ServiceMemory, error_alert, most_affected
+from ._model import BREACH, CLEAR, HOLD, QUEUE_NOT_DRAINING, QUEUE_SILENT, Alert, Verdict
+from ._queue import QueueRule, SeriesSpan, replaced
 from ._reads import CostHistory, DailyRatios, HourWindows, cost_windows, error_windows, queue_series
+from ._state import AlertState
 from ._unit_cost import Key, UnitShift
 
 _DT = "DateTime64(3)"
-QUEUE_LOOKBACK = timedelta(hours=2)
-"""Queue series seen this far back are judged; older silent ones keep their alert (no data)."""
 NOISE_WEEK = timedelta(days=7)
 """The hours a key's noise is learnt from."""
 NOISE_WEEK_HOURS = 168
@@ -48,11 +48,34 @@ class ErrorRule:
             verdict = memory.verdict(self.rule, project, service, window, self.rule.usual(ratios.get(key, [])), now)
             if verdict is not None and verdict.state == BREACH:
                 top = _top_error_labels(store, project, service, verdict.alert.since, now)
-                verdict = replace(verdict, alert=replace(verdict.alert,
-                                                         details=verdict.alert.details + most_affected(top)))
+                alert = _since_first_failure(store, verdict.alert, now)
+                verdict = replace(verdict, alert=replace(alert, details=alert.details + most_affected(top)))
             if verdict is not None:
                 out.append(verdict)
         return out
+
+
+def _since_first_failure(store: Store, alert: Alert, now: datetime) -> Alert:
+    """The alert dated from its first failed call in or after its first minute, its figures
+    counted from there (the rule counts in 10-second buckets and floors to the minute: a page said
+    13:43 of an outage whose first failure was at 13:44:43, and counted the calls before it)."""
+    project, service = alert.labels["project"], alert.labels["service"]
+    params = {"project": project, "service": service, "since": _ts(alert.since), "now": _ts(now)}
+    where = (f"project = {{project:String}} AND service = {{service:String}} AND kind = '{LLM}'"
+             f" AND ts < {{now:{_DT}}}")
+    rows = store.query(
+        f"SELECT toString(min(ts)) AS first FROM llm_spans WHERE {where} AND status = 'error'"
+        f" AND ts >= {{since:{_DT}}}", params)
+    first = rows[0]["first"] if rows else ""
+    if not first or first.startswith("1970"):
+        return alert
+    began = datetime.fromisoformat(first).replace(tzinfo=timezone.utc, microsecond=0)
+    counts = store.query(
+        f"SELECT count() AS n, countIf(status = 'error') AS e,"
+        f" countIf(status = 'error' AND error_class = 'transient') AS t FROM llm_spans"
+        f" WHERE {where} AND ts >= {{began:{_DT}}}", {**params, "began": _ts(began)})[0]
+    return error_alert(alert.labels, bool(alert.numbers.get("outage")), int(counts["n"]), int(counts["e"]),
+                       int(counts["t"]), alert.numbers["usual_error_rate"], began, now)
 
 
 def _top_error_labels(store: Store, project: str, service: str, start: datetime, end: datetime) -> dict[str, str]:
@@ -71,11 +94,53 @@ def _top_error_labels(store: Store, project: str, service: str, start: datetime,
 
 
 def queue_verdicts(store: Store, rule: QueueRule, now: datetime) -> list[Verdict]:
-    """Every queue series seen in :data:`QUEUE_LOOKBACK`; older silent ones keep their alert (no data)."""
+    """Every queue series seen in the rule's ``forget_after``, each told whether a successor
+    took over from it (another instance of its service and queue)."""
+    found = queue_series(store, now, rule.forget_after)
+    groups: dict[tuple[str, str, str], list[SeriesSpan]] = defaultdict(list)
+    for key, read in found.items():
+        groups[key[:3]].append(SeriesSpan(key, read.first_at, read.samples[-1].ts, read.samples[-1].ended))
+    taken_over = set().union(*(replaced(spans, rule.successor_overlap) for spans in groups.values()))
     out = []
-    for (project, service, queue, instance), samples in queue_series(store, now, QUEUE_LOOKBACK).items():
-        out += rule.evaluate(project, service, queue, samples, now, instance=instance)
+    for key, read in found.items():
+        project, service, queue, instance = key
+        out += rule.evaluate(project, service, queue, read.samples, now, instance=instance, label=read.label,
+                             replaced=key in taken_over)
     return out
+
+
+def forgotten_queue_alerts(stored: Iterable[AlertState], verdicts: list[Verdict], rule: QueueRule) -> list[Verdict]:
+    """A clear for every firing queue alert the queue rule said nothing about: its series is
+    beyond ``forget_after`` (or gone), and no rule will look at it again."""
+    judged = {v.alert.fingerprint for v in verdicts}
+    note = f"; no report for {_hours(rule.forget_after)}, no longer watched"
+    return [Verdict(CLEAR, Alert(s.name, s.labels, s.summary + note, s.starts_at, details=s.details))
+            for s in stored if s.name in (QUEUE_SILENT, QUEUE_NOT_DRAINING) and s.fingerprint not in judged]
+
+
+def _hours(delta: timedelta) -> str:
+    return f"{delta / timedelta(hours=1):g} h"
+
+
+def retire_queue_series(store: Store, labels: dict[str, str]) -> bool:
+    """Mark the series a queue alert's ``labels`` name as ended, as the SDK's clean shutdown
+    would: its QueueStoppedReporting page resolves at the next evaluations without the series
+    reporting again, and this silence never pages again. What an acknowledgement calls.
+    Returns whether the series was found. Blocking (one query, one insert)."""
+    params = {k: labels.get(k, "") for k in ("project", "service", "queue", "instance")}
+    rows = store.query(
+        "SELECT toString(max(ts)) AS last_at, argMax(depth, ts) AS depth, argMax(instance_label, ts) AS label"
+        " FROM queue_depth WHERE project = {project:String} AND service = {service:String}"
+        " AND queue = {queue:String} AND instance = {instance:String} HAVING count() > 0",
+        params,
+    )
+    if not rows:
+        return False
+    # a millisecond after the last sample: still silent, so nothing looks alive that is not
+    at = datetime.fromisoformat(rows[0]["last_at"]).replace(tzinfo=timezone.utc) + timedelta(milliseconds=1)
+    store.insert("queue_depth", encode_rows([{**params, "ts": _ts(at), "depth": float(rows[0]["depth"]),
+                                              "ended": True, "instance_label": rows[0]["label"]}]))
+    return True
 
 
 class CostRules:
@@ -111,16 +176,33 @@ class CostRules:
             if surging and tenant_spent is not None:
                 # a pricier model on a route pages once, for the route: deflate that route's share
                 tenant_spent = _deflated(key, tenant_spent, hour.pairs, surging)
-            out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key))
+            out[key] = self._verdict(key, tenant_spent, expected[key], now, unit.get(key), hour.top.get(key))
         for key, verdict in out.items():
             if verdict.state == BREACH:
-                out[key] = replace(verdict, alert=replace(verdict.alert, details=_drivers(store, key, now)))
-        return list(out.values())
+                drivers = _drivers(store, key, now, hour.top.get(key))
+                out[key] = replace(verdict, alert=replace(verdict.alert, details=" ".join(
+                    part for part in (verdict.alert.details, drivers) if part)))
+        return list(out.values()) + self._runaways(store, hour, expected, now)
+
+    def _runaways(self, store: Store, hour: HourWindows, expected: dict[Key, dict[int, float]],
+                  now: datetime) -> list[Verdict]:
+        """Each tenant's costliest trace judged by its own spend (see ``CostRule.runaway``)."""
+        before = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=self.rule.runaway_recent_hours - 1)
+        out = []
+        for key in (k for k in expected if k[1] == "tenant"):
+            spent = hour.spent.get(key) or {m: 0.0 for m in WINDOWS}
+            key_hour = KeyHour(spent, expected[key], self.history.typical_hourly(key))
+            verdict = self.rule.runaway(key, hour.top.get(key), key_hour, self.history.top_trace_hour(key, before),
+                                        now)
+            if verdict.state == BREACH:
+                verdict = _since_trace_began(store, key[0], hour.top[key], verdict, now)
+            out.append(verdict)
+        return out
 
     def _route_verdicts(self, hour: HourWindows, expected: dict[Key, dict[int, float]],
                         unit: dict[Key, UnitShift], now: datetime) -> dict[Key, Verdict]:
         """Every route's verdict; a breach one tenant made is held (that tenant pages)."""
-        out = {k: self._verdict(k, hour.spent.get(k), expected[k], now, unit.get(k)) for k in expected
+        out = {k: self._verdict(k, hour.spent.get(k), expected[k], now, unit.get(k), hour.top.get(k)) for k in expected
                if k[1] == "route"}
         for key, verdict in out.items():
             if verdict.state == BREACH and self._one_tenant(key, hour):
@@ -185,11 +267,11 @@ class CostRules:
         return set(spent) | set(self.history.hourly)
 
     def _verdict(self, key: Key, spent: dict[int, float] | None, expected: dict[int, float], now: datetime,
-                 unit: UnitShift | None) -> Verdict:
+                 unit: UnitShift | None, left_out: TopTrace | None = None) -> Verdict:
         spent = spent or {m: 0.0 for m in WINDOWS}
         noise, jump = self._noise.get(key) or (None, None)
-        return self.rule.evaluate(key, KeyHour(spent, expected, self.history.typical_hourly(key), noise, jump, unit),
-                                  now)
+        return self.rule.evaluate(key, KeyHour(spent, expected, self.history.typical_hourly(key), noise, jump, unit,
+                                               left_out), now)
 
     def _expected(self, key: Key, now: datetime) -> dict[int, float] | None:
         """The baseline of each window: every window (at most an hour) spans this clock hour and
@@ -207,6 +289,21 @@ class CostRules:
         return {m: (current * min(m, into) + previous * max(0.0, m - into)) * scale for m in WINDOWS}
 
 
+def _since_trace_began(store: Store, project: str, top: TopTrace, verdict: Verdict, now: datetime) -> Verdict:
+    """The runaway's page dated from the trace's first call, which may be hours before the hour read."""
+    rows = store.query(
+        f"SELECT toString(min(ts)) AS first FROM llm_spans WHERE project = {{project:String}}"
+        f" AND trace_id = {{trace:String}} AND kind = '{LLM}' AND ts >= {{since:{_DT}}} AND ts < {{now:{_DT}}}",
+        {"project": project, "trace": top.trace_id, "since": _ts(now - timedelta(days=1)), "now": _ts(now)},
+    )
+    if not rows or not rows[0]["first"] or rows[0]["first"].startswith("1970"):
+        return verdict
+    began = datetime.fromisoformat(rows[0]["first"]).replace(tzinfo=timezone.utc)
+    alert = verdict.alert
+    summary = alert.summary.replace(f"(since {alert.since:%H:%M} UTC)", f"(since {began:%H:%M} UTC)")
+    return replace(verdict, alert=replace(alert, since=began, summary=summary))
+
+
 def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, float]],
               surging: dict[tuple[str, str], float]) -> dict[int, float]:
     project, _, tenant = key
@@ -218,22 +315,25 @@ def _deflated(key: Key, spent: dict[int, float], pairs: dict[Key, dict[int, floa
     return out
 
 
-def _drivers(store: Store, key: Key, now: datetime) -> str:
+def _drivers(store: Store, key: Key, now: datetime, left_out: TopTrace | None = None) -> str:
     """Which routes, models and users (or tenants) carried the last hour's spend, against the
-    same hour a week earlier."""
+    same hour a week earlier; the trace the alert's spend leaves out is left out here too."""
     project, dimension, value = key
     parts = []
     for column in ("route", "tenant", "model", "user_id"):
         if column == dimension:
             continue
         rows = store.query(
-            f"SELECT {column} AS value, sumIf(ifNull(cost_usd, 0), ts >= {{start:{_DT}}}) AS now_usd,"
+            f"SELECT {column} AS value,"
+            f" sumIf(ifNull(cost_usd, 0), ts >= {{start:{_DT}}}"
+            " AND ({left_out:String} = '' OR trace_id != {left_out:String})) AS now_usd,"
             f" sumIf(ifNull(cost_usd, 0), ts < {{week_end:{_DT}}}) AS before_usd FROM llm_spans"
             f" WHERE project = {{project:String}} AND {dimension} = {{key:String}} AND kind = '{LLM}'"
             f" AND ((ts >= {{start:{_DT}}} AND ts < {{now:{_DT}}})"
             f" OR (ts >= {{week:{_DT}}} AND ts < {{week_end:{_DT}}}))"
             " GROUP BY value ORDER BY now_usd - before_usd DESC LIMIT 3",
             {"project": project, "key": value, "start": _ts(now - timedelta(hours=1)), "now": _ts(now),
+             "left_out": left_out.trace_id if left_out is not None else "",
              "week": _ts(now - timedelta(weeks=1, hours=1)), "week_end": _ts(now - timedelta(weeks=1))},
         )
         drivers = [
@@ -243,5 +343,6 @@ def _drivers(store: Store, key: Key, now: datetime) -> str:
         ]
         if drivers:
             parts.append(f"{column.replace('_id', '')}s: " + "; ".join(drivers))
-    return "Excess driven by " + " | ".join(parts) + "." if parts else ""
+    trimmed = " (without the trace left out)" if left_out is not None else ""
+    return f"Excess driven by{trimmed} " + " | ".join(parts) + "." if parts else ""
 

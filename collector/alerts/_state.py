@@ -82,7 +82,9 @@ def transition(
             if due:
                 events.append(Event("repeat", state))
         elif verdict.state == CLEAR and old is not None and firing and (resolvable is None or fp in resolvable):
-            state = replace(old, status=RESOLVED, ends_at=now)
+            # a clear that says why (a queue reporter that stopped cleanly) replaces the firing text
+            state = replace(old, status=RESOLVED, ends_at=now, summary=alert.summary or old.summary,
+                            details=alert.details if alert.summary else old.details)
             updates.append(state)
             events.append(Event(RESOLVED, state))
     return updates, events

@@ -170,7 +170,8 @@ def test_cost_anomaly_pages_the_route_that_drove_it_once(store):
     assert [(a.name, a.labels) for a in active] == [("CostAnomaly", {"project": project, "route": "sales.email"})]
     alert = active[0]
     assert alert.numbers["cost_usd"] == pytest.approx(9.6) and alert.numbers["baseline_usd"] == pytest.approx(2.4)
-    assert alert.details.startswith("Excess driven by tenants: ")
+    assert alert.details.startswith("Spent: the route's LLM calls of the last hour, $9.60. Usual: ")
+    assert " Excess driven by tenants: " in alert.details  # spans without a trace are never left out
     assert "acme $4.80 ($1.20 a week earlier)" in alert.details and "globex $4.80" in alert.details
     assert alert.since == NOW.replace(second=0) - timedelta(hours=1)  # the window's reach, not later
 
@@ -306,3 +307,42 @@ def test_a_creep_that_cleared_does_not_page_again_for_the_errors_still_in_its_ho
     first_clear = states.index(CLEAR, states.index(BREACH))
     assert first_clear + 61 < 90 + 18  # it cleared before the strays came
     assert BREACH not in states[first_clear:]
+
+
+def test_an_outage_is_labelled_one_and_dated_by_its_first_failed_call_on_every_channel(store, receiver):
+    # a provider fails every call from 13:44:43; "checkout" (60 calls a minute) and "faq" (2, with
+    # two stray errors half an hour before) both call it
+    project = "ev-outage-text"
+    start, outage = NOW - timedelta(hours=3), datetime(2026, 11, 25, 13, 44, 43, tzinfo=timezone.utc)
+    rows = []
+    for service, per_minute in (("checkout", 60), ("faq", 2)):
+        at, step = start, timedelta(seconds=60 / per_minute)
+        while at < outage + timedelta(minutes=8):
+            failed = at >= outage
+            rows.append({"project": project, "ts": ts(at), "service": service, "operation": "chat",
+                         "status": "error" if failed else "ok", "error_class": "transient" if failed else ""})
+            at += step
+    for stray in (outage - timedelta(minutes=31), outage - timedelta(minutes=29, seconds=30)):
+        rows.append({"project": project, "ts": ts(stray), "service": "faq", "operation": "chat", "status": "error",
+                     "error_class": "transient"})
+    store.insert("llm_spans", encode_rows(rows))
+    evaluator = Evaluator(store, notifiers(receiver))
+    now = outage + timedelta(minutes=8, seconds=17)
+    for m in range(8, 0, -1):
+        evaluator.run_once(now - timedelta(minutes=m))
+    evaluator.run_once(now)
+    pages = store.query("SELECT labels['service'] AS service, summary, link, toString(ts) AS at FROM alert_events"
+                        " WHERE project = {p:String} AND event = 'firing'", {"p": project})
+    assert {p["service"] for p in pages} >= {"checkout"}
+    first_failure = {"checkout": "13:44:43", "faq": "13:45:00"}  # faq calls on the minute and half minute
+    for page in pages:  # every page of this outage, whichever service: an outage, since its first failure
+        assert "outage" in page["summary"] and "creeping" not in page["summary"], page
+        assert f"since {first_failure[page['service']]} UTC" in page["summary"], page
+    checkout = next(p for p in pages if p["service"] == "checkout")
+    at = datetime.fromisoformat(checkout["at"]).replace(tzinfo=timezone.utc)
+    assert checkout["link"] == (f"/traces?service=checkout&start=2026-11-25T13%3A44%3A43Z"
+                                f"&end={at:%Y-%m-%dT%H}%3A{at:%M}%3A{at:%S}Z&status=error&sort=errors")
+    am = [a for body in receiver.bodies("/api/v2/alerts") for a in body
+          if a["labels"].get("project") == project and a["labels"]["service"] == "checkout"]
+    assert am[0]["startsAt"].startswith("2026-11-25T13:44:43")
+    assert am[0]["generatorURL"] == "http://dash" + checkout["link"]

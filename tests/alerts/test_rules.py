@@ -12,7 +12,7 @@ from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
 from infersight.collector.alerts._cost import KeyHour
 from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceMemory, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
-from infersight.collector.alerts._queue import DepthSample
+from infersight.collector.alerts._queue import DepthSample, SeriesSpan, replaced
 from infersight.collector.store import encode_rows
 
 T0 = datetime(2026, 10, 7, 12, 0, 30, tzinfo=timezone.utc)  # a Wednesday
@@ -215,9 +215,64 @@ def test_a_queue_catching_up_clears_while_its_backlog_is_still_old():
     assert queue(back, ages=[*stalled, *slow])["QueueNotDraining"].state == BREACH
 
 
+def test_a_draining_backlog_whose_sawtooth_peaks_rise_again_below_the_incidents_peak_pages_no_more():
+    limit = QueueRule().max_oldest_age_s
+    stalled = [limit + 60 * k for k in range(16)]  # up to limit + 900 s
+    top = stalled[-1]
+    # consumers back: batches drain as a sawtooth; the third window peaks above the second, and
+    # every peak stays under the stall's
+    drain = [top - 300, top - 240, top - 180, top - 600, top - 540, top - 480, top - 420,
+             top - 700, top - 640, top - 580, top - 520, top - 460, top - 400, top - 340,
+             top - 280, top - 220, top - 160, top - 100, top - 40, top - 500, top - 440]
+    depths = [400 + 10 * k for k in range(16)] + [1800 - 40 * k for k in range(len(drain))]
+    assert queue(depths, ages=[*stalled, *drain])["QueueNotDraining"].state == CLEAR
+
+
 def test_a_silent_reporter_breaches_and_says_nothing_on_draining():
     found = queue([4] * 12, after=timedelta(minutes=20))
     assert set(found) == {"QueueStoppedReporting"} and found["QueueStoppedReporting"].state == BREACH
+
+
+def test_a_silent_reporter_is_named_by_pod_host_and_pid():
+    series = samples([4] * 12)
+    (v,) = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(minutes=20),
+                                instance="9f1c2d", label="pod worker-7f9, host node-3, pid 4121")
+    assert "on pod worker-7f9, host node-3, pid 4121 stopped reporting 20 min ago" in v.alert.summary
+    assert v.alert.labels["instance"] == "9f1c2d" and "9f1c2d" in v.alert.details
+
+
+def test_a_reporter_that_stopped_cleanly_or_was_replaced_never_pages_and_clears_its_alerts():
+    stopped = [*samples([4] * 11), DepthSample(T0 + timedelta(minutes=11), 4.0, ended=True)]
+    for series, taken_over in ((stopped, False), (samples([4] * 12), True)):
+        found = QueueRule().evaluate("p", "worker", "jobs", series, series[-1].ts + timedelta(minutes=20),
+                                     instance="w-1", replaced=taken_over)
+        assert {v.alert.name: v.state for v in found} == {"QueueStoppedReporting": CLEAR, "QueueNotDraining": CLEAR}
+    (clean,) = {v.alert.summary for v in QueueRule().evaluate(
+        "p", "worker", "jobs", stopped, T0 + timedelta(minutes=40), instance="w-1")}
+    assert clean == "queue jobs of worker on w-1 stopped cleanly at 12:11 UTC"
+
+
+def span(name, first_min, last_min, ended=False):
+    return SeriesSpan(("p", "worker", "jobs", name), T0 + timedelta(minutes=first_min),
+                      T0 + timedelta(minutes=last_min), ended)
+
+
+def test_each_new_instance_succeeds_one_old_one():
+    overlap = QueueRule().successor_overlap
+    # a rolling deploy of 3 replicas: each new pod starts a minute before an old one stops
+    deploy = [span("a", 0, 60), span("b", 0, 62), span("c", 0, 64),
+              span("a2", 59, 120), span("b2", 61, 120), span("c2", 63, 120)]
+    assert replaced(deploy, overlap) == {("p", "worker", "jobs", k) for k in "abc"}
+    # one replica dies beside two live siblings: no successor, it pages
+    assert replaced([span("a", 0, 60), span("b", 0, 120), span("c", 0, 120)], overlap) == set()
+    # two deploys in a day: a -> b -> c, the middle one silent too
+    chain = [span("a", 0, 60), span("b", 60, 200), span("c", 201, 300)]
+    assert replaced(chain, overlap) == {("p", "worker", "jobs", "a"), ("p", "worker", "jobs", "b")}
+    # a replica restarted just before another died takes the place of its own predecessor only
+    both = [span("a", 0, 60), span("a2", 59, 120), span("b", 0, 63)]
+    assert replaced(both, overlap) == {("p", "worker", "jobs", "a")}
+    # two replicas that started and died together are no successors of each other
+    assert replaced([span("a", 0, 9), span("b", 0, 9), span("c", 1, 8)], overlap) == set()
 
 
 HOUR = timedelta(hours=1)
@@ -548,3 +603,31 @@ def test_an_outage_whose_errors_crowd_by_chance_is_still_an_outage():
     burst[-29] = 1
     assert burst.sum() == 14
     assert rule.evaluate("p", "svc", ServiceWindow(calls, burst, burst), 0.004, T0).state != BREACH
+
+
+def remembered(calls, errors, usual=0.004):
+    """Each minute's verdict state through one ServiceMemory, as the evaluator asks."""
+    memory, out = ServiceMemory(), []
+    for m in range(60, len(calls) // 6 + 1):
+        c, e = calls[(m - 60) * 6:m * 6], errors[(m - 60) * 6:m * 6]
+        v = memory.verdict(ErrorRateRule(), "p", "svc", ServiceWindow(c, e, e), usual, T0 + timedelta(minutes=m))
+        out.append(v.state if v is not None else None)
+    return out
+
+
+def test_a_creep_holds_through_a_lull_and_clears_soon_after_it_ends():
+    # 5% of 40 calls a minute for 3 hours from minute 60 (12x the usual 0.4%), with a quarter
+    # hour in its middle at 1.5%; then the usual ratio
+    def ratio(m):
+        return 0.004 if not 60 <= m < 240 else 0.015 if 150 <= m < 165 else 0.05
+
+    calls, errors = traffic(60 + 180 + 60, 40, ratio, seed=3)
+    states = remembered(calls, errors)  # states[k] is traffic minute 60 + k
+    first = states.index(BREACH)
+    assert first < 60  # paged within the creep's first hour
+    during = states[first:180]
+    assert CLEAR not in during  # no clear while it goes on, so it cannot resolve and page again
+    after = states[180:]
+    cleared = after.index(CLEAR)
+    assert cleared <= 13  # and with the evaluator's 2 minutes of lasting clear, resolved within 15
+    assert BREACH not in after[cleared:]  # its own tail in the hour never pages again

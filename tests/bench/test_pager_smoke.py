@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.pager import creep_pages, incidents, outage_windows, replay, scale
+from bench.pager import creep_pages, incidents, outage_windows, queue_pages, replay, scale
 
 ROOT = Path(__file__).resolve().parents[2]
 SILENT = next(inc for inc in incidents.LIBRARY if inc.name == "queue reporter silent for good")
 
 
-@pytest.mark.parametrize("entry", [replay, scale, outage_windows, creep_pages], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("entry", [replay, scale, outage_windows, creep_pages, queue_pages], ids=lambda m: m.__name__)
 def test_every_entry_explains_itself_without_starting_a_run(entry, capsys):
     with pytest.raises(SystemExit) as exited:
         entry.main(["--help"])

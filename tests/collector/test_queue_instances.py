@@ -37,6 +37,20 @@ def test_each_replica_is_its_own_series():
         ("w-0", 0.0), ("w-1", 40.0), ("worker-7f9", 3.0), ("box/4242", 5.0), ("", 7.0)]
 
 
+def test_a_clean_shutdowns_last_point_is_stored_ended_with_the_pod_host_and_pid():
+    at = time.time_ns()
+    request = ExportMetricsServiceRequest()
+    resource = {"service.name": "worker", "service.instance.id": "9f1c", "k8s.pod.name": "worker-7f9",
+                "host.name": "node-3", "process.pid": 4121}
+    replica(request, resource, 4.0, at)
+    replica(request, resource, 2.0, at + 10**9)
+    last = request.resource_metrics[-1].scope_metrics[0].metrics[0].gauge.data_points[0]
+    last.attributes.append(KeyValue(key=semconv.QUEUE_ENDED, value=AnyValue(bool_value=True)))
+    rows = queue_rows(request, "p")
+    assert [(r["instance"], r["ended"]) for r in rows] == [("9f1c", False), ("9f1c", True)]
+    assert rows[0]["instance_label"] == "pod worker-7f9, host node-3, pid 4121"
+
+
 def test_the_queue_list_shows_each_replica(store):
     project = f"queues-{time.time_ns()}"
     at = time.time_ns()
