@@ -96,13 +96,16 @@ class Instruments:
             self.ttft.record(ttft_s, attributes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Watched:
     name: str
     depth_fn: Callable[[], float]
     oldest_age_fn: Callable[[], float | None] | None
+    # Set by QueueWatch.stop: the gauges that still owe the series its last point, marked ended.
+    ending: set[str] | None = None
 
 
+_DEPTH, _AGE = "depth", "oldest_age"
 _watched: dict[int, _Watched] = {}
 _watched_lock = threading.Lock()
 _ids = itertools.count(1)
@@ -115,8 +118,13 @@ class QueueWatch:
         self._key = key
 
     def stop(self) -> None:
+        """End the series: its next collection reports one last point marked
+        ``infersight.queue.ended=true`` (a queue the app retires is not a reporter that vanished),
+        then nothing."""
         with _watched_lock:
-            _watched.pop(self._key, None)
+            watched = _watched.get(self._key)
+            if watched is not None and watched.ending is None:
+                watched.ending = {_DEPTH} if watched.oldest_age_fn is None else {_DEPTH, _AGE}
 
 
 def watch_queue(
@@ -141,21 +149,34 @@ def watching_queues() -> bool:
         return bool(_watched)
 
 
-def _snapshot() -> list[_Watched]:
+def _snapshot(gauge: str) -> list[tuple[_Watched, bool]]:
+    """The queues ``gauge`` reports now, each with whether this is its last point (and forgets
+    a stopped queue once both gauges have reported it so)."""
+    out = []
     with _watched_lock:
-        return list(_watched.values())
+        for key, watched in list(_watched.items()):
+            ending = watched.ending
+            if ending is None:
+                out.append((watched, False))
+            elif gauge in ending:
+                out.append((watched, True))
+                ending.discard(gauge)
+                if not ending:
+                    del _watched[key]
+    return out
 
 
 def _observe_depth(extra: dict[str, Any]) -> Iterable[Observation]:
-    for watched in _snapshot():
+    for watched, last in _snapshot(_DEPTH):
+        attributes = {semconv.QUEUE_NAME: watched.name, **extra, **({semconv.QUEUE_ENDED: True} if last else {})}
         try:
-            yield Observation(float(watched.depth_fn()), {semconv.QUEUE_NAME: watched.name, **extra})
+            yield Observation(float(watched.depth_fn()), attributes)
         except Exception as exc:  # noqa: BLE001 - a user depth_fn's failure is counted, never raised
             record_failure(f"watch_queue({watched.name!r}) depth_fn", exc)
 
 
 def _observe_oldest_age(extra: dict[str, Any]) -> Iterable[Observation]:
-    for watched in _snapshot():
+    for watched, last in _snapshot(_AGE):
         if watched.oldest_age_fn is None:
             continue
         try:
@@ -164,4 +185,5 @@ def _observe_oldest_age(extra: dict[str, Any]) -> Iterable[Observation]:
             record_failure(f"watch_queue({watched.name!r}) oldest_age_fn", exc)
             continue
         if age is not None:
-            yield Observation(float(age), {semconv.QUEUE_NAME: watched.name, **extra})
+            attributes = {semconv.QUEUE_NAME: watched.name, **extra, **({semconv.QUEUE_ENDED: True} if last else {})}
+            yield Observation(float(age), attributes)

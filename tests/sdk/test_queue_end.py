@@ -32,7 +32,7 @@ def server():
 
 
 def queue_points(request: list[GaugePoint]) -> list[tuple[str, dict, float]]:
-    return sorted((p.metric, p.attributes, p.value) for p in request if p.metric in QUEUE_GAUGES)
+    return sorted(((p.metric, p.attributes, p.value) for p in request if p.metric in QUEUE_GAUGES), key=repr)
 
 
 def test_shutdown_sends_each_queue_a_last_point_marked_ended(server):
@@ -52,6 +52,34 @@ def test_shutdown_sends_each_queue_a_last_point_marked_ended(server):
     ]
     ended = server.gauge_requests[-1][0].attributes[semconv.QUEUE_ENDED]
     assert ended is True  # a bool, not the text "true"
+
+
+def test_a_stopped_watch_sends_its_last_point_marked_ended_then_none(server):
+    # A queue the app retires while the process lives on (a worker pool scaled down, the demo's
+    # end before the SDK's): its series ends like a clean shutdown's, not like a vanished reporter.
+    sdk.init(service_name="worker", endpoint=server.url, metrics_interval_s=0.2)
+    try:
+        kept = sdk.watch_queue("kept", lambda: 1)
+        watch = sdk.watch_queue("retired", lambda: 4, lambda: 2.0)
+        assert wait_for(lambda: any(("retired" in str(queue_points(r))) for r in server.gauge_requests))
+        watch.stop()
+        assert wait_for(lambda: any(semconv.QUEUE_ENDED in attrs for r in server.gauge_requests
+                                    for _, attrs, _ in queue_points(r)))
+        marked = len(server.gauge_requests)
+        assert wait_for(lambda: len(server.gauge_requests) >= marked + 2)  # two more collections
+    finally:
+        kept.stop()
+        sdk.shutdown(timeout_s=5)
+    retired = [(metric, attrs, value) for r in server.gauge_requests for metric, attrs, value in queue_points(r)
+               if attrs[semconv.QUEUE_NAME] == "retired"]
+    ended = [point for point in retired if point[1].get(semconv.QUEUE_ENDED) is True]
+    last = {semconv.QUEUE_NAME: "retired", semconv.QUEUE_ENDED: True}
+    assert sorted(ended, key=repr) == [(semconv.QUEUE_DEPTH_METRIC, last, 4.0),
+                                       (semconv.QUEUE_OLDEST_AGE_METRIC, last, 2.0)]
+    assert sorted(retired[-2:], key=repr) == sorted(ended, key=repr)  # nothing after the marked points
+    still = [attrs for r in server.gauge_requests[marked:] for _, attrs, _ in queue_points(r)
+             if attrs[semconv.QUEUE_NAME] == "kept"]
+    assert still and all(semconv.QUEUE_ENDED not in attrs for attrs in still[:-1])  # the other queue reports on
 
 
 def test_an_apps_own_meter_provider_gets_the_last_point_then_no_more(server):
