@@ -19,6 +19,7 @@ A second run on the same data directory backfills only the gap since the last on
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 import urllib.parse
@@ -128,6 +129,13 @@ def _judge_run(url: str, judge_url: str, since_s: float, until_s: float) -> dict
     return result
 
 
+def _ignore_interrupts() -> None:
+    """A second Ctrl-C while the demo stops would break off its cleanup with a traceback and leave
+    the collector running: the first one has been heard."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _read_marker(data_dir: Path) -> float | None:
     try:
         return float(json.loads((data_dir / MARKER).read_text())["end_s"])
@@ -154,6 +162,7 @@ class Demo:
             self._backfill()
             self._serve_live()
         finally:
+            _ignore_interrupts()
             self.stop.set()
             self._close()
 
@@ -202,6 +211,7 @@ class Demo:
         try:
             run_traffic(llm.url, self.stop, lambda t: requests_per_hour(SUPPORT_BOT, t, per_day) / 3600)
         finally:
+            _ignore_interrupts()
             self.stop.set()
             sdk.shutdown()
             llm.stop()

@@ -143,8 +143,9 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
             requests.put(request)
     finally:
         stop.set()
+        deadline = time.monotonic() + 1.5  # a request under way takes under a second; daemon threads past it are left
         for t in threads:
-            t.join(timeout=2)  # a request under way takes under a second; daemon threads past it are left
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         watch.stop()
     return sum(served)
 
