@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from infersight.collector.alerts import Evaluator
 from infersight.collector.store import ChdbStore
 
 DEMO = [sys.executable, "-m", "infersight.collector._cli", "demo", "--per-day", "150"]
@@ -79,6 +80,15 @@ def test_the_past_incident_paged_and_resolved_and_nothing_fires_after_the_demo(
     assert all(e["at"] < started - 86400 for e in events)  # in the past week, not from the live part
     firing = stored.query("SELECT name, summary FROM alerts FINAL WHERE status = 'firing'")
     assert firing == []
+    # The live collector's first evaluation comes a minute after its start, later than this short
+    # run ends: the rules are run here, now, over what the demo left, as that evaluation would.
+    evaluation = Evaluator(stored).run_once(datetime.now(timezone.utc))
+    assert [(e.kind, e.state.summary) for e in evaluation.events] == []
+    assert evaluation.active == []
+    # the live app's queue was watched (so the queue rule had a series to judge), and it drained
+    queue = stored.query("SELECT count() AS points, max(depth) AS deepest FROM queue_depth"
+                         " WHERE service = 'support-bot' AND queue = 'demo-requests'")[0]
+    assert queue["points"] >= 1 and queue["deepest"] <= 1
 
 
 def test_a_rag_request_is_one_trace(stored: ChdbStore):
