@@ -154,6 +154,7 @@ class Demo:
         self.stop = threading.Event()
         self._collector: CollectorProcess | None = None
         self._judge: FakeJudge | None = None
+        self._window = (0.0, 0.0)  # the backfilled span of time, judged once the live collector is up
 
     def run(self) -> None:
         options = self.options
