@@ -10,8 +10,8 @@ real service's, not a load test's:
 - tenants of very different sizes, users, and sessions of a few turns (``gen_ai.conversation.id``);
 - a release of ``support-bot`` mid-week (so the judge trends compare versions);
 - an error rate under 1%, answers that loop, JSON cut short, refusals (the detectors' hits);
-- one incident (:class:`Incident`): the provider behind ``support-bot`` failing most calls for
-  half an hour while users retry, which the alert rules page for and then resolve.
+- one incident (:class:`Incident`) in the last day: the provider behind ``support-bot`` failing
+  most calls for half an hour while users retry, which the alert rules page for and then resolve.
 
 Everything is drawn from a seeded generator: the same arguments give the same spans.
 """
@@ -76,9 +76,12 @@ class Incident:
 
 
 def past_incident(now_s: float) -> Incident:
-    """The week's incident: two days ago at 14:10 UTC (a busy hour), on ``support-bot``."""
-    day = math.floor(now_s / DAY_S) * DAY_S - 2 * DAY_S
-    return Incident(SUPPORT_BOT.name, day + 14 * HOUR_S + 10 * 60)
+    """The incident: ``support-bot`` at the latest 14:10 UTC (a busy hour) that ended two hours or
+    more before ``now_s``. So it falls in the last day, which the Alerts page shows by default, and
+    out of the last hour, which the live collector's rules read."""
+    start = math.floor(now_s / DAY_S) * DAY_S + 14 * HOUR_S + 10 * 60
+    incident = Incident(SUPPORT_BOT.name, start)
+    return incident if incident.end_s <= now_s - 2 * HOUR_S else Incident(SUPPORT_BOT.name, start - DAY_S)
 
 
 def hourly_weight(t_s: float) -> float:
@@ -238,8 +241,9 @@ class WeekOfTraffic:
                 SESSION_ID: turn.session}
         question = " ".join(rng.choices(_TOPICS, k=rng.randint(3, 14)))
         t = turn.at_s
-        queue_wait = rng.expovariate(1 / 0.03)
+        queue_wait = rng.expovariate(1 / 0.03)  # milliseconds: the service runs within its capacity
         t0 = t + queue_wait
+        queued = {semconv.QUEUE_WAIT_S: queue_wait, semconv.QUEUE_SOURCE: "mark_started"}
         retrieval_s = rng.lognormvariate(math.log(0.025), 0.4)
         candidates = rng.choice((8, 12, 20, 40))
         rerank_s = candidates * rng.uniform(0.0004, 0.0008)
@@ -258,7 +262,7 @@ class WeekOfTraffic:
                       semconv.RERANK_S_PER_CANDIDATE: rerank_s / candidates}),
         ]
         llm_start = t0 + retrieval_s + rerank_s
-        llm, llm_end = self._llm_span(turn, trace_id, root, base, question, llm_start)
+        llm, llm_end = self._llm_span(turn, trace_id, root, {**base, **queued}, question, llm_start)
         spans.append(llm)
         spans.append(_span(trace_id, root, None, f"request {turn.route}", t, llm_end + 0.002, base))
         return spans
@@ -302,11 +306,12 @@ class WeekOfTraffic:
         attrs.update({
             semconv.RESPONSE_MODEL: turn.model, semconv.FINISH_REASONS: [finish],
             semconv.INPUT_TOKENS: input_tokens, semconv.OUTPUT_TOKENS: output_tokens,
-            semconv.TTFT_S: ttft, semconv.QUEUE_WAIT_S: 0.0, semconv.TPOT_S: tpot,
+            semconv.TTFT_S: ttft, semconv.TPOT_S: tpot,
             semconv.OUTPUT_MESSAGES: _messages("assistant", text, finish),
         })
         if turn.route == "support.answer":  # streamed: inter-token latency is measured
-            attrs.update({semconv.ITL_MAX_S: tpot * rng.uniform(2, 6), semconv.ITL_P50_S: tpot * 0.9,
+            attrs.update({semconv.PREFILL_S: ttft, semconv.STREAM_CHUNKS: output_tokens + 2, semconv.ITL_STALLS: 0,
+                          semconv.ITL_MAX_S: tpot * rng.uniform(2, 6), semconv.ITL_P50_S: tpot * 0.9,
                           semconv.ITL_P95_S: tpot * 1.8})
         return _span(trace_id, self._ids.span(), parent, name, start, end, attrs, kind=Span.SPAN_KIND_CLIENT), end
 
