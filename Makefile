@@ -46,4 +46,4 @@ bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .infersight build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .infersight .infersight-demo build *.egg-info

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import uvicorn
 
 from ._app import create_app, open_store
 from ._settings import Settings
+from .errors import PortTaken
 from .store import ChdbStore
 from .web import record_collector_url
 
@@ -30,6 +33,30 @@ takes kill -9, so nothing acknowledged is lost.
 """
 
 GRACEFUL_S = 3
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortTaken` unless ``host:port`` can be listened on now.
+
+    Binds and releases a socket with the options uvicorn binds with (``SO_REUSEADDR``, so a port
+    in TIME_WAIT after a previous run is free, as it is for uvicorn), before the store and decode
+    workers start: a taken port fails in milliseconds instead of after the start-up.
+    """
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise PortTaken(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+            probe.listen(1)
+        except OSError as exc:
+            taken = exc.errno == errno.EADDRINUSE
+            reason = "is in use by another process" if taken else f"cannot be listened on ({exc.strerror})"
+            hint = "; pick another with --port" if taken else ""
+            raise PortTaken(f"port {port} on {host} {reason}{hint}") from exc
 
 
 class _BoundedServer(uvicorn.Server):
@@ -72,7 +99,11 @@ class CollectorProcess:
     its own process and talk to it over HTTP, as an application would.
     """
 
-    def __init__(self, data_dir: Path, port: int, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, data_dir: Path, port: int, *, extra_args: tuple[str, ...] = (),
+                 own_session: bool = False) -> None:
+        """``own_session``: the child gets a session of its own, so a Ctrl-C at the terminal reaches
+        only the parent, which then stops the collector after its last export to it."""
+        self.own_session = own_session
         self.data_dir = Path(data_dir)
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
@@ -82,7 +113,7 @@ class CollectorProcess:
     def start(self, timeout_s: float = 60.0) -> CollectorProcess:
         command = [sys.executable, "-m", "infersight.collector._cli", "collector",
                    "--port", str(self.port), "--data-dir", str(self.data_dir), *self._args]
-        self.process = subprocess.Popen(command, env=dict(os.environ))
+        self.process = subprocess.Popen(command, env=dict(os.environ), start_new_session=self.own_session)
         deadline = time.monotonic() + timeout_s
         while True:
             if self.process.poll() is not None:

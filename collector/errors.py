@@ -10,6 +10,7 @@
     ├── SpoolError            the spool cannot take or give back entries (HTTP 503)
     │   └── SpoolFull         the spool is at its size limit; the exporter should retry later
     ├── WorkerLost            a decode worker died mid-request (HTTP 503; the exporter retries)
+    ├── PortTaken             the address to serve on cannot be listened on: nothing was started
     └── StoreError            the store cannot be opened or used (``transient``: may pass by itself)
         └── DataDirLocked     another process owns the embedded store's data directory
 """
@@ -54,6 +55,10 @@ class SpoolFull(SpoolError):
 
 
 class WorkerLost(InfersightError):
+    pass
+
+
+class PortTaken(InfersightError):
     pass
 
 

@@ -20,7 +20,8 @@ def report_cli() -> None:
 @click.option("--week", default=None, metavar="YYYY-Www",
               help="ISO week, e.g. 2026-W48 (Monday to Monday, UTC). Default: the last complete week.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The HTML file to write.")
-@click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path),
+@click.option("--data-dir", default=".infersight", show_default=True,
+              type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="The collector's data directory: its store, or the collector that owns it.")
 @click.option("--project", default=None,
               help="Whose data to report on [default: 'default'; through a running collector, the key's project].")

@@ -94,14 +94,20 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
     return handle
 
 
-def run_traffic(llm_url: str, seconds: float, *, workers: int = 4, rate_per_s: float = 30.0, seed: int = 7) -> int:
-    """Queue synthetic requests for ``seconds`` and serve them with ``workers`` threads.
+def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float], float], *, workers: int = 4,
+                seed: int = 7) -> int:
+    """Queue synthetic requests at ``rate_per_s(now)`` and serve them with ``workers`` threads until
+    ``stop`` is set; returns how many were served. Blocks.
 
-    Returns how many were served. The queue is reported with ``watch_queue``.
+    The arrival rate stays far under what the workers serve (a request takes ~0.5 s, four workers
+    serve ~8 a second; the demo asks for a few a minute), so the queue wait stays milliseconds,
+    as in a healthy service. The queue is reported with ``watch_queue``; its series ends cleanly
+    at the SDK's shutdown. Workers are daemon threads that stop on ``stop``: an interrupt never
+    leaves a thread blocked in a request behind.
     """
     handle = _make_handler(llm_url)
     rng = random.Random(seed)
-    requests: queue.Queue[Request | None] = queue.Queue()
+    requests: queue.Queue[Request] = queue.Queue()
     waiting: deque[float] = deque()  # queued_at of the requests in the queue, oldest first (FIFO)
     served = [0] * workers
 
@@ -114,30 +120,38 @@ def run_traffic(llm_url: str, seconds: float, *, workers: int = 4, rate_per_s: f
     watch = sdk.watch_queue("demo-requests", requests.qsize, oldest_age)
 
     def worker(index: int) -> None:
-        while (request := requests.get()) is not None:
+        while not stop.is_set():
+            try:
+                request = requests.get(timeout=0.2)
+            except queue.Empty:
+                continue
             waiting.popleft()
             handle(request)
             served[index] += 1
 
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
+    threads = [threading.Thread(target=worker, args=(i,), name=f"demo-worker-{i}", daemon=True)
+               for i in range(workers)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
-        words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
-        request = Request(tenant, f"u-{rng.randint(1, 40)}", rng.choice(ROUTES), " ".join(words), time.time())
-        waiting.append(request.queued_at)
-        requests.put(request)
-        time.sleep(rng.expovariate(rate_per_s))
-    for _ in threads:
-        requests.put(None)
-    for t in threads:
-        t.join(timeout=30)
-    watch.stop()
+    try:
+        while not stop.wait(rng.expovariate(max(rate_per_s(time.time()), 1e-6))):
+            tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
+            words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
+            request = Request(tenant, f"{tenant}-u{rng.randint(1, 40)}", rng.choice(ROUTES), " ".join(words),
+                              time.time())
+            waiting.append(request.queued_at)
+            requests.put(request)
+    finally:
+        stop.set()
+        deadline = time.monotonic() + 1.5  # a request under way takes under a second; daemon threads past it are left
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        watch.stop()
     return sum(served)
 
 
 def start_fake_llm() -> FakeLLM:
-    return FakeLLM(latency_s=(0.05, 0.4), error_rate=0.03, server_error_rate=0.01, stream_chunk_delay_s=0.004,
-                   loop_rate=0.04, truncate_rate=0.08).start()
+    """The demo's model: about 0.8% of calls fail (429s and 500s), as on a healthy provider, under
+    what the error-rate rule pages for; a few answers loop or come back as truncated JSON."""
+    return FakeLLM(latency_s=(0.05, 0.4), error_rate=0.005, server_error_rate=0.003, stream_chunk_delay_s=0.004,
+                   loop_rate=0.012, truncate_rate=0.03).start()

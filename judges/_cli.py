@@ -129,7 +129,8 @@ def _store_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--project", default=None,
                         help="Project whose spans are used [default: 'default'; through a running collector, "
                              "the key's project].")(func)
-    func = click.option("--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path),
+    func = click.option("--data-dir", default=".infersight", show_default=True,
+                        type=click.Path(path_type=Path, exists=True, file_okay=False),
                         help="The collector's data directory: its store, or the collector that owns it.")(func)
     return func
 
@@ -191,14 +192,16 @@ def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--judge-base-url", envvar="INFERSIGHT_JUDGE_BASE_URL", default=None,
                      help="Judge a sample of spans in this process with this OpenAI-compatible API "
                           "(env INFERSIGHT_JUDGE_BASE_URL). Off without it."),
-        click.option("--judge-model", envvar="INFERSIGHT_JUDGE_MODEL", default="gpt-4o-mini", show_default=True),
+        click.option("--judge-model", envvar="INFERSIGHT_JUDGE_MODEL", default="gpt-4o-mini", show_default=True,
+                     help="The judge model, as its endpoint names it."),
         click.option("--judge-provider", default="openai", show_default=True,
                      help="Who serves the judge model, for its price in genai-prices (e.g. anthropic, google)."),
         click.option("--judge-api-key", envvar="INFERSIGHT_JUDGE_API_KEY", default=None,
                      help="Judge API key (env INFERSIGHT_JUDGE_API_KEY)."),
         click.option("--judge-rubric", multiple=True, default=("helpfulness",), show_default=True,
                      help="Rubric applied to sampled spans (repeatable)."),
-        click.option("--judge-rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None),
+        click.option("--judge-rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="A folder of rubric files beside the built-in ones."),
         click.option("--judge-rate", type=click.FloatRange(0, 1), default=0.02, show_default=True,
                      help="Share of spans judged (small tenants and routes get more; see 'judge run')."),
         click.option("--judge-max-calls", type=_Cap(int), default=2000, show_default=True,
@@ -365,10 +368,13 @@ def _compare_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--panel", "panel_id", required=True, help="Panel id (see 'judge panel list')."),
         click.option("--baseline", required=True, help="Baseline app version (service.version)."),
         click.option("--candidate", required=True, help="Candidate app version (service.version)."),
-        click.option("--rubric", "rubric_id", default="helpfulness", show_default=True),
+        click.option("--rubric", "rubric_id", default="helpfulness", show_default=True,
+                     help="The rubric both versions are scored with."),
         click.option("--since", default="90d", show_default=True, help="Look for the versions' outputs since then."),
-        click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True),
-        click.option("--resamples", type=click.IntRange(100), default=10_000, show_default=True),
+        click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+                     help="Confidence level of the difference's interval."),
+        click.option("--resamples", type=click.IntRange(100), default=10_000, show_default=True,
+                     help="Bootstrap resamples behind the interval."),
         click.option("--min-pairs", type=click.IntRange(1), default=10, show_default=True,
                      help="Fewest inputs with both versions scored for a result."),
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
@@ -445,7 +451,7 @@ def gate_command(panel_id: str, baseline: str, candidate: str, rubric_id: str, s
 
 
 @judge.command("spend")
-@click.option("--since", default="7d", show_default=True)
+@click.option("--since", default="7d", show_default=True, help="Since when (15m, 24h, 7d or ISO time).")
 @_store_options
 def spend_command(since: str, data_dir: Path, project: str | None, key: str | None) -> None:
     """The judge's own spend per day, model and purpose (sampled judging vs panels)."""
@@ -468,7 +474,7 @@ def spend_command(since: str, data_dir: Path, project: str | None, key: str | No
 
 
 @judge.command("scores")
-@click.option("--since", default="7d", show_default=True)
+@click.option("--since", default="7d", show_default=True, help="Since when (15m, 24h, 7d or ISO time).")
 @_store_options
 def scores_command(since: str, data_dir: Path, project: str | None, key: str | None) -> None:
     """Mean judge score per route, app version, judge model and rubric version."""
@@ -492,7 +498,8 @@ def rubrics_group() -> None:
 
 
 @rubrics_group.command("list")
-@click.option("--rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option("--rubrics-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="A folder of rubric files beside the built-in ones.")
 def rubrics_list(rubrics_dir: Path | None) -> None:
     """List rubrics with their versions; fails when one changed without a version bump."""
     from ._errors import RubricError

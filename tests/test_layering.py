@@ -177,7 +177,7 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 COLLECTOR_MODULES = {
     "errors": "collector.base", "_settings": "collector.base", "_counters": "collector.base",
     "_jobs": "collector.jobs",
-    "_app": "collector.root", "_server": "collector.root", "_cli": "collector.root",
+    "_app": "collector.root", "_server": "collector.root", "_cli": "collector.root", "_demo": "collector.root",
     "_dead_letters": "collector.root", "_keys_cli": "collector.root",
 }
 

@@ -106,7 +106,7 @@ def test_the_cli_writes_one_self_contained_file(tmp_path):
     bad = _cli("--week", "2026-48", "--out", str(out), "--data-dir", str(data_dir))
     assert bad.returncode == 2 and "ISO week like 2026-W48" in bad.stderr
     missing = _cli("--out", str(out), "--data-dir", str(tmp_path / "nowhere"))
-    assert missing.returncode == 1 and "no infersight store" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and not (tmp_path / "nowhere").exists()
 
 
 def test_feedback_per_week_sits_beside_the_judge_trends_never_mixed(any_dash):

@@ -17,7 +17,7 @@ def cli(judge_store, project, fake_judge, monkeypatch, tmp_path):
     monkeypatch.setenv("INFERSIGHT_JUDGE_API_KEY", "sk-test-judge-key")
 
     def invoke(*args: str, judge_args: bool = True):
-        extra = ["--data-dir", str(tmp_path / "unused"), "--project", project]
+        extra = ["--data-dir", str(tmp_path), "--project", project]  # unused: the store is given
         if judge_args:
             extra += ["--base-url", fake_judge.url, "--model", "fake-judge",
                       "--price-input-mtok", "1", "--price-output-mtok", "2"]

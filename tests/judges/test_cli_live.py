@@ -51,7 +51,7 @@ def two_projects(judge_store, tmp_path, project):
 
 
 def invoke(args: tuple[str, ...], obj: dict, project: str | None, judge_url: str) -> tuple[int, str]:
-    extra = ["--data-dir", "unused"] + (["--project", project] if project else [])
+    extra = ["--data-dir", "."] + (["--project", project] if project else [])
     if args[0] in JUDGED:
         extra += ["--base-url", judge_url, "--model", "fake-judge", "--price-input-mtok", "1",
                   "--price-output-mtok", "2"]
