@@ -31,11 +31,6 @@ _DATA_DIR_HELP = "Where the embedded store and the key file live."
 _DATA_DIR = click.option(
     "--data-dir", default=".infersight", show_default=True, type=click.Path(path_type=Path), help=_DATA_DIR_HELP
 )
-# Reads never create what they read: a mistyped path is an error, not a new empty store.
-_EXISTING_DATA_DIR = click.option(
-    "--data-dir", default=".infersight", show_default=True, help=_DATA_DIR_HELP,
-    type=click.Path(path_type=Path, exists=True, file_okay=False),
-)
 
 
 @main.command()
