@@ -68,8 +68,11 @@ class Instruments:
         self._queue_attributes = {semconv.QUEUE_ENDED: True}
 
     def silence_queues(self) -> None:
-        """Report no queue points any more: the series ended (an app's meter provider lives on)."""
+        """Report no queue points any more: the series ended (an app's meter provider lives on),
+        and the watches with them: a watch stopped after this owes no last point."""
         self._queue_attributes = None
+        with _watched_lock:
+            _watched.clear()
 
     def _observe_depth(self, options: CallbackOptions) -> Iterable[Observation]:
         extra = self._queue_attributes
