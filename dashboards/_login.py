@@ -43,7 +43,7 @@ def _login_page(next_path: str, error: str | None, status_code: int = 200) -> HT
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(auth: AuthenticatorDep, next: str = "/") -> Response:
-    """The login form: paste a project API key."""
+    """The login form: paste a read or admin key of the project (it says so, and how to make one)."""
     if auth is None:
         return RedirectResponse("/", 303)
     return _login_page(_safe_next(next), None)

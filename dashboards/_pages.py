@@ -10,6 +10,7 @@ spans can only ever be text.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
@@ -20,9 +21,9 @@ from fastapi.responses import HTMLResponse
 
 from infersight.collector.alerts import silencing
 from infersight.collector.errors import BadRequest
-from infersight.collector.store import Store, check_choice, since_to_unix_ns, summary
+from infersight.collector.store import Lease, Store, check_choice, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
-from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, StoreDep
+from infersight.collector.web import AuthenticatorDep, PageNotAnalysedDep, PageProjectDep, PageRoleDep, StoreDep
 
 from . import _api, _digest_page, _feedback_form, _login, _report_routes, _sessions
 from ._api import AtQuery
@@ -145,20 +146,24 @@ async def quality_page(
 
 @router.get("/alerts", response_class=HTMLResponse)
 async def alerts_page(
-    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep
+    request: Request, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep, role: PageRoleDep
 ) -> HTMLResponse:
-    """Alerts firing now, each marked silenced or acknowledged (who, why, until) with a form to
-    silence it (its labels as matchers) and one to acknowledge it; the project's silences with
-    a button to expire each; the history, each event linked to the view that explains it."""
+    """Alerts firing now, each marked silenced or acknowledged (who, why, until), with, for an
+    admin session, a form to silence it (its labels as matchers) and one to acknowledge it; the
+    project's silences (an admin may expire each); the history, each event linked to the view
+    that explains it; and which collector's evaluator holds the lease now."""
     view = page_view(request)
 
     def load() -> tuple[Any, ...]:
         data, opts = _with_options(store, project, view, alerts)
-        return data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc), data["history"])
+        # "alerts" is the evaluator's job name in the app's scheduler, which names its lease.
+        evaluator = Lease(store, "alerts", "", wall=time.time).current()
+        return (data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc), data["history"]),
+                evaluator)
 
-    data, opts, silenced = await run_in_threadpool(load)
+    data, opts, silenced, evaluator = await run_in_threadpool(load)
     return html("alerts.html", **_context("alerts", project, auth, view), data=data, options=opts,
-                silenced=silenced)
+                silenced=silenced, admin=role == "admin", evaluator=evaluator)
 
 
 @router.get("/traces", response_class=HTMLResponse)
@@ -190,12 +195,12 @@ async def traces_page(
 @router.get("/traces/{trace_id}", response_class=HTMLResponse)
 async def trace_page(
     request: Request, trace_id: str, store: StoreDep, project: PageProjectDep, auth: AuthenticatorDep,
-    at: int | None = AtQuery,
+    role: PageRoleDep, at: int | None = AtQuery,
 ) -> HTMLResponse:
     """One trace as a waterfall; each LLM call with its queue wait, prefill and decode, prompt,
     output, detections and judge scores."""
     view = page_view(request)
-    ctx = _context("traces", project, auth, view)
+    ctx = _context("traces", project, auth, view, admin=role == "admin")
     try:
         data = await run_in_threadpool(lambda: trace(store, project, trace_id, at_s=at))
     except BadRequest as exc:

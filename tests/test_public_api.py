@@ -51,7 +51,7 @@ EXPECTED = {
     web: [
         "AdminPageProjectDep", "AdminProjectDep", "Authenticator", "AuthenticatorDep", "CollectorAnswer",
         "CollectorClient", "CollectorUnreachable", "ErrorPages", "IngestProjectDep", "KEYS_FILE", "KeyBook",
-        "KeyInfo", "NotCrossSiteDep", "PageNotAnalysedDep", "PageProjectDep", "ProjectKeys", "ROLES",
+        "KeyInfo", "NotCrossSiteDep", "PageNotAnalysedDep", "PageProjectDep", "PageRoleDep", "ProjectKeys", "ROLES",
         "ReadProjectDep", "Role", "SESSION_COOKIE", "SESSION_MAX_AGE_S", "SameOriginDep", "SecurityHeaders",
         "StoreDep", "StoreKeys", "UnreadBodyDrain", "api_router", "collector_url", "error_handlers",
         "feedback_router",

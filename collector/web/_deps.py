@@ -96,6 +96,17 @@ def route_role(dependency: object) -> Role | None:
     return dependency.role if isinstance(dependency, _ApiProject | _PageProject) else None
 
 
+async def _page_role(request: Request, _: Annotated[str, Depends(_read_page_project)]) -> Role:
+    """The role of the dashboard session, for pages that offer a form only to the role its POST
+    needs. Without API keys (``--no-auth``) every route is open, so the pages offer every form."""
+    auth: Authenticator | None = request.app.state.authenticator
+    if auth is None:
+        return "admin"
+    grant = auth.grant_for_session(request.cookies.get(SESSION_COOKIE))
+    # The session passed the page's check a moment ago; if it ended since, offer no form.
+    return "read" if grant is None else grant.role
+
+
 async def _page_not_analysed(request: Request, project: Annotated[str, Depends(_read_page_project)]) -> dict[str, int]:
     """The session's project's LLM outputs not analysed by the inline detectors since this
     collector started, by reason (only reasons that occurred)."""
@@ -111,3 +122,4 @@ AdminProjectDep = Annotated[str, Depends(_ApiProject("admin"))]
 PageProjectDep = Annotated[str, Depends(_read_page_project)]
 AdminPageProjectDep = Annotated[str, Depends(_PageProject("admin"))]
 PageNotAnalysedDep = Annotated[dict[str, int], Depends(_page_not_analysed)]
+PageRoleDep = Annotated[Role, Depends(_page_role)]
