@@ -77,7 +77,7 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             jobs = app.state.jobs = Scheduler(app.state.counters, store=app.state.store)
             if settings.alerts:
                 alert_job = AlertJob(settings, app.state.store, app.state.spool)
-                jobs.add("alerts", settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup,
+                jobs.add(AlertJob.name, settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup,
                          exclusive=True)
             if settings.judge is not None:
                 judge_loop = judges.judge_loop_from(settings.judge, app.state.store)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from infersight.collector.alerts import silencing
+from infersight.collector.alerts import AlertJob, silencing
 from infersight.collector.errors import BadRequest
 from infersight.collector.store import Lease, Store, check_choice, since_to_unix_ns, summary
 from infersight.collector.store import queues as queue_table
@@ -156,8 +156,7 @@ async def alerts_page(
 
     def load() -> tuple[Any, ...]:
         data, opts = _with_options(store, project, view, alerts)
-        # "alerts" is the evaluator's job name in the app's scheduler, which names its lease.
-        evaluator = Lease(store, "alerts", "", wall=time.time).current()
+        evaluator = Lease(store, AlertJob.name, "", wall=time.time).current()
         return (data, opts, silencing(store, project, data["firing"], datetime.now(timezone.utc), data["history"]),
                 evaluator)
 

@@ -74,6 +74,9 @@ class AlertJob:
     job's thread at start they delay neither the collector's readiness nor the first evaluation.
     """
 
+    name = "alerts"
+    """The job's name in the scheduler, which is also the name of its lease in the store."""
+
     def __init__(self, settings: Settings, store: Store, spool: Spool) -> None:
         self._build: Callable[[], Evaluator] = lambda: evaluator_from(settings, store, spool)
         self._evaluator: Evaluator | None = None
