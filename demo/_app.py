@@ -122,12 +122,12 @@ def _is_json(text: str | None) -> bool:
 
 
 def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float], float], *, workers: int = 4,
-                seed: int = 7) -> int:
+                seed: int = 7, turn_gap_s: float = TURN_GAP_S) -> int:
     """Queue synthetic requests at ``rate_per_s(now)`` and serve them with ``workers`` threads until
     ``stop`` is set; returns how many were served. Blocks.
 
     Requests are turns of conversations: a session of 2-4 turns from one user on one route, the
-    next turn at least :data:`TURN_GAP_S` after the one before. The first conversation starts at
+    next turn at least ``turn_gap_s`` after the one before. The first conversation starts at
     once, so the live part shows in the first seconds.
 
     The arrival rate stays far under what the workers serve (a request takes ~0.5 s, four workers
@@ -173,7 +173,7 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
             if later and later[0][0] <= now:
                 request = heapq.heappop(later)[2]
             else:
-                turns = _session(rng, now)
+                turns = _session(rng, now, turn_gap_s)
                 for turn in turns[1:]:
                     heapq.heappush(later, (turn.queued_at, next(order), turn))
                 request = turns[0]
@@ -191,7 +191,7 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
     return sum(served)
 
 
-def _session(rng: random.Random, now: float) -> list[Request]:
+def _session(rng: random.Random, now: float, turn_gap_s: float) -> list[Request]:
     """One conversation's turns, each with the time it is due."""
     tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
     user, route = f"{tenant}-u{rng.randint(1, 40)}", rng.choice(ROUTES)
@@ -200,7 +200,7 @@ def _session(rng: random.Random, now: float) -> list[Request]:
     for _ in range(rng.randint(*TURNS_PER_SESSION)):
         words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
         turns.append(Request(tenant, user, route, session, " ".join(words), now, rng.random()))
-        now += TURN_GAP_S + rng.expovariate(1 / 40)
+        now += turn_gap_s * (1 + rng.expovariate(1 / 2))
     return turns
 
 
