@@ -6,12 +6,16 @@ The steps, each through the product's own paths:
 2. a collector starts without alerts, and the past week (``demo.WeekOfTraffic``: two services,
    diurnal, sessions, one incident) is posted to its ``/v1/traces`` like any exporter's spans, so
    the view, rollups and inline detectors derive from them as from live ones;
-3. that collector stops, and the alert evaluator is run over the incident's minutes with its
-   clock set to them, so the history holds the page and the resolve the rules decided;
+3. that collector stops; the users' thumbs on the week (``WeekOfTraffic.feedback``) are stored
+   as ``POST /api/v1/feedback`` stores them (``feedback_rows``, ``insert_feedback``) but with the
+   clock at the minute each was given, which the route, stamping arrival, cannot take; and the
+   alert evaluator is run over the incident's minutes with its clock set to them, so the history
+   holds the page and the resolve the rules decided;
 4. the collector starts again with alerts and a (fake) judge; a sample of the week is judged
    through ``POST /api/v1/judge/run``;
-5. the synthetic app sends live traffic through the SDK at the week's own rate for this hour
-   (``search-api``'s at its rate, as spans), until ``stop`` is set.
+5. the synthetic app sends live traffic through the SDK at the week's own rate for this hour,
+   conversations of a few turns with now and then a thumb (``sdk.feedback``); ``search-api``'s
+   at its rate, as spans, its thumbs through ``POST /api/v1/feedback``; until ``stop`` is set.
 
 A second run on the same data directory backfills only the gap since the last one.
 """
@@ -35,9 +39,11 @@ from infersight.demo import (
     SEARCH_API,
     SUPPORT_BOT,
     FakeJudge,
+    Feedback,
     Incident,
     WeekOfTraffic,
     past_incident,
+    post_feedback,
     post_week,
     requests_per_hour,
     run_traffic,
@@ -45,8 +51,9 @@ from infersight.demo import (
 )
 
 from ._server import CollectorProcess, check_port
+from ._settings import Settings
 from .alerts import Evaluator
-from .store import ChdbStore
+from .store import ChdbStore, feedback_rows, insert_feedback
 
 MARKER = "demo-backfill.json"
 """In the data directory: the end of the traffic already there, so a rerun fills only the gap."""
@@ -118,6 +125,22 @@ def replay_alerts(data_dir: Path, incident: Incident) -> list[str]:
         store.close()
 
 
+def store_feedback(data_dir: Path, feedback: list[Feedback], *, batch: int = 1000) -> int:
+    """Store the past week's ``feedback`` in the (stopped) collector's store of ``data_dir``, each
+    at the time it was given, under the project the collector serves without keys; returns how
+    many. The rows are what ``POST /api/v1/feedback`` makes of the same items."""
+    project = Settings().project
+    store = ChdbStore(data_dir)
+    try:
+        for i in range(0, len(feedback), batch):
+            rows = [row for f in feedback[i:i + batch]
+                    for row in feedback_rows(f.item(), project, now_ns=int(f.at_s * 1e9), source="api")]
+            insert_feedback(store, rows)
+    finally:
+        store.close()
+    return len(feedback)
+
+
 def _judge_run(url: str, judge_url: str, since_s: float, until_s: float) -> dict[str, Any]:
     """Judge a sample of the backfilled calls, as ``infersight judge run`` does against a collector."""
     body = {
@@ -186,6 +209,8 @@ class Demo:
         wait_stored(url, start, sent)
         assert self._collector is not None
         self._collector.stop()
+        self.echo(f"Storing {len(week.feedback)} users' thumbs on the backfilled answers")
+        store_feedback(options.data_dir, week.feedback)
         if incident is not None:
             self.echo("Replaying the alert rules over the past incident (one page, then its resolve)")
             replay_alerts(options.data_dir, incident)
@@ -228,6 +253,8 @@ class Demo:
             week = WeekOfTraffic(last, now, per_day=self.options.per_day, services=(SEARCH_API,), seed=seed)
             try:
                 post_week(url, week)
+                if week.feedback:
+                    post_feedback(url, week.feedback)
             except Exception:  # noqa: BLE001 - the collector stopping under us ends the demo anyway
                 return
             last, seed = now, seed + 1

@@ -13,7 +13,8 @@ real SDK and the real judge client against them:
     llm.stop()
 
 It also makes the past: :class:`WeekOfTraffic` is a week of two services' traces as OTLP, with
-one incident, and :func:`post_week` sends it to a collector's ``/v1/traces``.
+one incident, and :func:`post_week` sends it to a collector's ``/v1/traces``; the users' thumbs on
+it (:class:`Feedback`) are its ``feedback``, filled as its spans are made.
 
 This package uses only the SDK (the synthetic app is an SDK user like any other), so the
 collector's ``infersight demo`` command can import it without a cycle.
@@ -22,15 +23,26 @@ collector's ``infersight demo`` command can import it without a cycle.
 from __future__ import annotations
 
 from ._app import run_traffic, start_fake_llm
-from ._backfill import BackfillError, post_week
+from ._backfill import BackfillError, post_feedback, post_week
 from ._fake_judge import FakeJudge
 from ._fake_llm import FakeLLM
-from ._week import SEARCH_API, SERVICES, SUPPORT_BOT, Incident, Service, WeekOfTraffic, past_incident, requests_per_hour
+from ._week import (
+    SEARCH_API,
+    SERVICES,
+    SUPPORT_BOT,
+    Feedback,
+    Incident,
+    Service,
+    WeekOfTraffic,
+    past_incident,
+    requests_per_hour,
+)
 
 __all__ = [
     "BackfillError",
     "FakeJudge",
     "FakeLLM",
+    "Feedback",
     "Incident",
     "SEARCH_API",
     "SERVICES",
@@ -38,6 +50,7 @@ __all__ = [
     "Service",
     "WeekOfTraffic",
     "past_incident",
+    "post_feedback",
     "post_week",
     "requests_per_hour",
     "run_traffic",

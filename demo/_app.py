@@ -6,17 +6,22 @@ the real ``openai`` and ``anthropic`` clients — streaming for the support rout
 guard on), JSON mode for the email route. Its spans and queue gauges travel through the SDK's
 real OTLP exporters to the collector, like any application's. The fake model sometimes loops,
 truncates JSON and rate-limits, so the quality pages and detectors have something to show.
+Users hold conversations of two to four turns (``session_id``) and now and then click a thumb
+(``sdk.feedback``), more often down when their request failed.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import json
 import queue
 import random
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from infersight import sdk
@@ -31,6 +36,10 @@ if TYPE_CHECKING:
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
 ROUTES = ("support.answer", "search.summarize", "sales.email")
+TURNS_PER_SESSION = (2, 4)  # a conversation's requests, at least and at most
+TURN_GAP_S = 20.0  # the least time a user takes to read an answer and ask again
+FEEDBACK_SHARE = 0.05  # of the requests that went well, those a user rates
+TROUBLED_FEEDBACK_SHARE = 0.4  # of those that failed or came back unusable
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,10 @@ class Request:
     tenant: str
     user: str
     route: str
+    session: str
     question: str
     queued_at: float
+    feedback_roll: float  # drawn with the request, so a seed gives the same feedback
 
 
 def _make_handler(llm_url: str) -> Callable[[Request], None]:
@@ -74,12 +85,14 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
 
     def handle(request: Request) -> None:
         # One trace per request: retrieval, rerank and the model call share the request's root span.
-        with sdk.request(request.tenant, user_id=request.user, route=request.route):
+        with sdk.request(request.tenant, user_id=request.user, route=request.route, session_id=request.session):
             sdk.mark_started(request.queued_at)
+            trace_id = sdk.current_trace_id()
             docs = rerank(request.question, documents=retrieve(request.question))
             context = " ".join(str(d["text"]) for d in docs)
             content = f"{request.question}\n\nContext: {context}"
             # the same one user message for each client, typed as that client's message type
+            troubled = False
             try:
                 if request.route == "support.answer":
                     for _ in support([{"role": "user", "content": content}]):
@@ -87,17 +100,35 @@ def _make_handler(llm_url: str) -> Callable[[Request], None]:
                 elif request.route == "search.summarize":
                     summarize([{"role": "user", "content": content}])
                 else:
-                    email([{"role": "user", "content": content}], response_format={"type": "json_object"})
+                    reply = email([{"role": "user", "content": content}], response_format={"type": "json_object"})
+                    troubled = not _is_json(reply.choices[0].message.content)
             except (openai.APIError, anthropic.APIError):
-                pass  # the span has recorded it; a real app would retry or fall back
+                troubled = True  # the span has recorded it; a real app would retry or fall back
+        # The user's click comes later, naming the trace the app kept with the answer it showed.
+        if request.feedback_roll < (TROUBLED_FEEDBACK_SHARE if troubled else FEEDBACK_SHARE):
+            down = troubled or request.feedback_roll < FEEDBACK_SHARE * 0.1
+            sdk.feedback(trace_id, thumbs="down" if down else "up", user_id=request.user,
+                         comment="that did not work" if troubled else None)
 
     return handle
 
 
+def _is_json(text: str | None) -> bool:
+    try:
+        json.loads(text or "")
+    except ValueError:
+        return False
+    return True
+
+
 def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float], float], *, workers: int = 4,
-                seed: int = 7) -> int:
+                seed: int = 7, turn_gap_s: float = TURN_GAP_S) -> int:
     """Queue synthetic requests at ``rate_per_s(now)`` and serve them with ``workers`` threads until
     ``stop`` is set; returns how many were served. Blocks.
+
+    Requests are turns of conversations: a session of 2-4 turns from one user on one route, the
+    next turn at least ``turn_gap_s`` after the one before. The first conversation starts at
+    once, so the live part shows in the first seconds.
 
     The arrival rate stays far under what the workers serve (a request takes ~0.5 s, four workers
     serve ~8 a second; the demo asks for a few a minute), so the queue wait stays milliseconds,
@@ -133,12 +164,22 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
                for i in range(workers)]
     for t in threads:
         t.start()
+    later: list[tuple[float, int, Request]] = []  # (due, tiebreak, turn): the open sessions' next turns
+    next_session = time.time()
+    order = itertools.count()  # ties in due time go first come, first served
     try:
-        while not stop.wait(rng.expovariate(max(rate_per_s(time.time()), 1e-6))):
-            tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
-            words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
-            request = Request(tenant, f"{tenant}-u{rng.randint(1, 40)}", rng.choice(ROUTES), " ".join(words),
-                              time.time())
+        while not stop.wait(max(0.0, min(next_session, later[0][0] if later else next_session) - time.time())):
+            now = time.time()
+            if later and later[0][0] <= now:
+                request = heapq.heappop(later)[2]
+            else:
+                turns = _session(rng, now, turn_gap_s)
+                for turn in turns[1:]:
+                    heapq.heappush(later, (turn.queued_at, next(order), turn))
+                request = turns[0]
+                mean_turns = sum(TURNS_PER_SESSION) / 2  # sessions start at the request rate over their turns
+                next_session = now + rng.expovariate(max(rate_per_s(now) / mean_turns, 1e-6))
+            request = replace(request, queued_at=time.time())
             waiting.append(request.queued_at)
             requests.put(request)
     finally:
@@ -148,6 +189,19 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         watch.stop()
     return sum(served)
+
+
+def _session(rng: random.Random, now: float, turn_gap_s: float) -> list[Request]:
+    """One conversation's turns, each with the time it is due."""
+    tenant = rng.choices(TENANTS, weights=(8, 4, 2, 1, 1))[0]
+    user, route = f"{tenant}-u{rng.randint(1, 40)}", rng.choice(ROUTES)
+    session = f"live-{int(now):x}-{rng.getrandbits(32):08x}"  # the time in it: a rerun's seed starts new ones
+    turns = []
+    for _ in range(rng.randint(*TURNS_PER_SESSION)):
+        words = rng.choices(("refund", "invoice", "plan", "login", "export", "api"), k=rng.randint(3, 30))
+        turns.append(Request(tenant, user, route, session, " ".join(words), now, rng.random()))
+        now += turn_gap_s * (1 + rng.expovariate(1 / 2))
+    return turns
 
 
 def start_fake_llm() -> FakeLLM:

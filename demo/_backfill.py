@@ -1,4 +1,5 @@
-"""Post a :class:`~._week.WeekOfTraffic` to a collector's ``/v1/traces``, as an OTLP/HTTP exporter does.
+"""Post a :class:`~._week.WeekOfTraffic` to a collector's ``/v1/traces``, as an OTLP/HTTP exporter does,
+and users' feedback to its ``/api/v1/feedback``, as an app's backend does.
 
 Protobuf, gzip, bodies of ~100 requests: under the decode lanes' 512 KiB bulk threshold, and
 protobuf because the collector decodes it ~6x faster than OTLP/JSON (45k spans as JSON took
@@ -9,15 +10,17 @@ keep the collector's decoder busy while the next bodies are generated.
 from __future__ import annotations
 
 import gzip
+import json
 import queue
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from ._week import WeekOfTraffic
+from ._week import Feedback, WeekOfTraffic
 
 SENDERS = 2
+FEEDBACK_PER_REQUEST = 1000  # the most POST /api/v1/feedback takes at once
 _DONE = None
 
 
@@ -65,3 +68,21 @@ def post_week(url: str, week: WeekOfTraffic, *, headers: Mapping[str, str] | Non
     if failures:
         raise BackfillError(failures[0])
     return sent
+
+
+def post_feedback(url: str, feedback: Sequence[Feedback], *, headers: Mapping[str, str] | None = None,
+                  timeout_s: float = 30.0) -> int:
+    """Send ``feedback`` to ``url``/api/v1/feedback as an app's backend does, up to 1000 items a
+    request; returns how many were stored. The collector stamps each with the time it arrives.
+    Blocks; :class:`BackfillError` on a refusal."""
+    stored = 0
+    request_headers = {"content-type": "application/json", **(headers or {})}
+    for i in range(0, len(feedback), FEEDBACK_PER_REQUEST):
+        body = json.dumps([f.item() for f in feedback[i:i + FEEDBACK_PER_REQUEST]]).encode()
+        request = urllib.request.Request(url + "/api/v1/feedback", data=body, headers=request_headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                stored += int(json.loads(response.read())["stored"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise BackfillError(f"the collector at {url} refused the feedback: {exc}") from exc
+    return stored

@@ -11,7 +11,9 @@ real service's, not a load test's:
 - a release of ``support-bot`` mid-week (so the judge trends compare versions);
 - an error rate under 1%, answers that loop, JSON cut short, refusals (the detectors' hits);
 - one incident (:class:`Incident`) in the last day: the provider behind ``support-bot`` failing
-  most calls for half an hour while users retry, which the alert rules page for and then resolve.
+  most calls for half an hour while users retry, which the alert rules page for and then resolve;
+- users' thumbs (:class:`Feedback`) on a few percent of the requests, a minute or so after the
+  answer, mostly down where the answer failed, looped, was cut short or refused.
 
 Everything is drawn from a seeded generator: the same arguments give the same spans.
 """
@@ -139,6 +141,31 @@ def _span(trace_id: bytes, span_id: bytes, parent: bytes | None, name: str, star
 _TOPICS = ("refund", "invoice", "plan", "login", "export", "api", "sso", "quota", "webhook", "billing")
 
 
+FEEDBACK_SHARE = 0.03  # of the requests that went well: most users never click
+TROUBLED_FEEDBACK_SHARE = 0.3  # of those that failed or answered badly: an annoyed user clicks
+_UP_COMMENTS = ("", "", "", "thanks", "helpful", "exactly what I needed")
+_DOWN_COMMENTS = ("", "", "wrong answer", "it kept repeating itself", "the answer stopped halfway",
+                  "did not answer my question")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One user's thumbs on one past request, given ``at_s`` (shortly after its answer)."""
+
+    trace_id: str  # 32 hex digits, as the trace's spans carry it
+    at_s: float
+    thumbs: str  # "up" or "down"
+    user: str
+    comment: str
+
+    def item(self) -> dict[str, str]:
+        """The item as ``POST /api/v1/feedback`` takes it; its id follows from the trace, so a
+        redone backfill's feedback is counted once."""
+        item = {"id": f"demo-{self.trace_id}", "trace_id": self.trace_id, "thumbs": self.thumbs,
+                "user_id": self.user}
+        return item | ({"comment": self.comment} if self.comment else {})
+
+
 @dataclass(frozen=True)
 class Turn:
     """One request of a session."""
@@ -179,6 +206,9 @@ class WeekOfTraffic:
         self.error_rate = error_rate
         self._rng = random.Random(seed)
         self._ids = _Ids(random.Random(seed + 1))
+        self._feedback_rng = random.Random(seed + 2)  # apart, so feedback leaves the spans as they were
+        self.feedback: list[Feedback] = []
+        """The users' thumbs on the requests made so far by :meth:`spans` (and :meth:`bodies`), in order."""
 
     def turns(self) -> Iterator[Turn]:
         """Every request of the window, hour by hour (sessions started in an hour, all their turns)."""
@@ -262,13 +292,24 @@ class WeekOfTraffic:
                       semconv.RERANK_S_PER_CANDIDATE: rerank_s / candidates}),
         ]
         llm_start = t0 + retrieval_s + rerank_s
-        llm, llm_end = self._llm_span(turn, trace_id, root, {**base, **queued}, question, llm_start)
+        llm, llm_end, troubled = self._llm_span(turn, trace_id, root, {**base, **queued}, question, llm_start)
         spans.append(llm)
         spans.append(_span(trace_id, root, None, f"request {turn.route}", t, llm_end + 0.002, base))
+        self._give_feedback(turn, trace_id, llm_end, troubled)
         return spans
 
+    def _give_feedback(self, turn: Turn, trace_id: bytes, answered_s: float, troubled: bool) -> None:
+        rng = self._feedback_rng
+        if rng.random() >= (TROUBLED_FEEDBACK_SHARE if troubled else FEEDBACK_SHARE):
+            return
+        down = rng.random() < (0.85 if troubled else 0.1)
+        comment = rng.choice(_DOWN_COMMENTS if down else _UP_COMMENTS)
+        at_s = min(answered_s + 5 + rng.expovariate(1 / 60), self.end_s)  # read the answer, then clicked
+        self.feedback.append(Feedback(trace_id.hex(), at_s, "down" if down else "up", turn.user, comment))
+
     def _llm_span(self, turn: Turn, trace_id: bytes, parent: bytes, base: dict[str, Any], question: str,
-                  start: float) -> tuple[Span, float]:
+                  start: float) -> tuple[Span, float, bool]:
+        """The model call's span, its end, and whether it failed or answered badly."""
         rng = self._rng
         input_tokens = 120 + len(question.split()) * 2 + rng.randint(0, 400)
         incident = self.incident
@@ -286,20 +327,24 @@ class WeekOfTraffic:
             message = "Error code: 503 - upstream overloaded" if overloaded else "Error code: 429 - rate limited"
             span = _span(trace_id, self._ids.span(), parent, name, start, end, attrs, kind=Span.SPAN_KIND_CLIENT,
                          error=message)
-            return span, end
+            return span, end, True
         output_tokens = max(8, int(rng.lognormvariate(math.log(90), 0.6)))
         finish, text = "stop", " ".join(rng.choices(_WORDS, k=min(output_tokens, 60)))
-        quirk = rng.random()
+        quirk, troubled = rng.random(), True
         if turn.route == "sales.email":
             text = json.dumps({"subject": "Your plan", "body": text, "tags": ["billing"]})
             attrs[semconv.OUTPUT_TYPE] = "json"
             if quirk < 0.03:
                 text, finish, output_tokens = text[: len(text) // 2], "length", 400
+            else:
+                troubled = False
         elif quirk < 0.012:
             text = text + " " + " ".join(["Let me check that again for you."] * 25)
             finish, output_tokens = "length", 400
         elif quirk < 0.022:
             text, output_tokens = "I'm sorry, but I can't help with that request.", 12
+        else:
+            troubled = False
         ttft = rng.lognormvariate(math.log(0.35 if turn.model != "gpt-4o" else 0.6), 0.35)
         tpot = rng.uniform(0.008, 0.02)
         end = start + ttft + output_tokens * tpot
@@ -313,7 +358,8 @@ class WeekOfTraffic:
             attrs.update({semconv.PREFILL_S: ttft, semconv.STREAM_CHUNKS: output_tokens + 2, semconv.ITL_STALLS: 0,
                           semconv.ITL_MAX_S: tpot * rng.uniform(2, 6), semconv.ITL_P50_S: tpot * 0.9,
                           semconv.ITL_P95_S: tpot * 1.8})
-        return _span(trace_id, self._ids.span(), parent, name, start, end, attrs, kind=Span.SPAN_KIND_CLIENT), end
+        span = _span(trace_id, self._ids.span(), parent, name, start, end, attrs, kind=Span.SPAN_KIND_CLIENT)
+        return span, end, troubled
 
     def bodies(self, requests_per_body: int = 100) -> Iterator[tuple[int, ExportTraceServiceRequest]]:
         """OTLP ``ExportTraceServiceRequest`` bodies of the window, with how many requests each holds."""

@@ -58,8 +58,9 @@ EXPECTED = {
         "key_project", "metrics_router", "open_key_book", "record_collector_url", "route_role",
         "store_or_collector",
     ],
-    demo: ["BackfillError", "FakeJudge", "FakeLLM", "Incident", "SEARCH_API", "SERVICES", "SUPPORT_BOT", "Service",
-           "WeekOfTraffic", "past_incident", "post_week", "requests_per_hour", "run_traffic", "start_fake_llm"],
+    demo: ["BackfillError", "FakeJudge", "FakeLLM", "Feedback", "Incident", "SEARCH_API", "SERVICES", "SUPPORT_BOT",
+           "Service", "WeekOfTraffic", "past_incident", "post_feedback", "post_week", "requests_per_hour",
+           "run_traffic", "start_fake_llm"],
     dashboards: ["SECURITY_HEADERS", "error_page", "report_cli", "router", "store_unavailable"],
     detectors: [
         "BUILTIN_DETECTORS", "ChatMessage", "ContextStuffingDetector", "CostLoopDetector", "Detection",

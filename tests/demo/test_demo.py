@@ -7,12 +7,14 @@ week began) keeps the run under a minute on the 2-core test machine.
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -120,6 +122,34 @@ def test_sessions_users_detections_and_judge_scores_are_there(stored: ChdbStore)
     assert one("SELECT count() AS n FROM judge_scores")["n"] > 0
 
 
+def test_the_reports_week_has_users_feedback_mostly_down_on_failed_or_flagged_answers(stored: ChdbStore):
+    today = datetime.now(timezone.utc).date()
+    monday = today - timedelta(days=today.weekday() + 7)
+    rows = stored.query(
+        "SELECT f.trace_id AS trace_id, f.value AS up, f.kind AS kind,"
+        " toUnixTimestamp64Milli(f.ts) / 1000 - t.answered AS after_s, t.troubled AS troubled FROM feedback AS f"
+        " INNER JOIN (SELECT trace_id, max(toUnixTimestamp64Milli(ts) / 1000 + duration_s) AS answered,"
+        "  max(error_type != '' OR trace_id IN (SELECT trace_id FROM detections)) AS troubled"
+        "  FROM llm_spans WHERE kind = 'llm' GROUP BY trace_id) AS t ON f.trace_id = t.trace_id"
+        " WHERE f.ts >= {monday:DateTime} AND f.ts < {monday:DateTime} + INTERVAL 7 DAY",
+        {"monday": datetime(monday.year, monday.month, monday.day).strftime("%Y-%m-%d %H:%M:%S")},
+    )
+    assert len(rows) >= 15  # a few percent of the week's ~1,000 requests
+    assert {r["kind"] for r in rows} == {"thumbs"}
+    assert all(0 <= r["after_s"] < 3600 for r in rows)  # shortly after the answer it rates
+    down = {flag: [1 - r["up"] for r in rows if r["troubled"] == flag] for flag in (0, 1)}
+    assert down[1] and sum(down[1]) / len(down[1]) > 0.5 > sum(down[0]) / max(len(down[0]), 1)
+
+
+def test_live_traffic_is_conversations(stored: ChdbStore):
+    live = stored.query(
+        "SELECT SpanAttributes['gen_ai.conversation.id'] AS session FROM otel_traces"
+        " WHERE ServiceName = 'support-bot' AND ScopeName != 'infersight.demo.backfill'"
+        " AND SpanAttributes['gen_ai.operation.name'] = 'chat'")
+    assert live, "the first live conversation starts at once"
+    assert all(r["session"].startswith("live-") for r in live)
+
+
 def test_the_weekly_report_has_the_last_complete_week(
         demo_run: tuple[Path, subprocess.CompletedProcess[str], float], tmp_path: Path):
     data_dir = demo_run[0]
@@ -149,6 +179,13 @@ def test_ctrl_c_ends_a_rerun_quickly_without_tracebacks(demo_run: tuple[Path, su
     reader.start()
     try:
         assert serving.wait(300), "".join(lines)
+        url = next(line for line in lines if line.startswith("Dashboard:")).split()[1].rstrip("/")
+        # The Quality page's data holds the week's feedback beside the judge's scores.
+        with urllib.request.urlopen(f"{url}/api/v1/quality?since=7d", timeout=60) as response:
+            quality = json.loads(response.read())
+        groups = {(g["name"], g["kind"]): g for g in quality["feedback"]["groups"]}
+        thumbs = groups[("user_feedback", "thumbs")]
+        assert thumbs["count"] >= 15 and 0 < thumbs["negative"] < thumbs["count"]
         time.sleep(2)  # the live part under way: workers, the SDK's exporter, the span sender
         interrupted = time.monotonic()
         process.send_signal(signal.SIGINT)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 
-from infersight.demo import SEARCH_API, SUPPORT_BOT, WeekOfTraffic, past_incident, requests_per_hour
+from infersight.demo import SEARCH_API, SUPPORT_BOT, Feedback, WeekOfTraffic, past_incident, requests_per_hour
 from infersight.sdk import semconv
 
 MONDAY = datetime(2026, 11, 23, tzinfo=timezone.utc).timestamp()
@@ -81,3 +81,37 @@ def test_the_same_arguments_make_the_same_spans_so_a_redone_backfill_is_stored_o
     shorter = WeekOfTraffic(MONDAY, NOW - 6 * 3600, per_day=600, incident=past_incident(NOW))
     again = [s.span_id for _, b in shorter.bodies() for r in b.resource_spans for c in r.scope_spans for s in c.spans]
     assert again and set(again) <= set(first)
+
+
+def test_a_few_percent_of_requests_get_thumbs_mostly_down_where_the_answer_failed():
+    week = _week()
+    failed: set[str] = set()
+    ends: dict[str, float] = {}
+    requests = 0
+    for count, body in week.bodies():
+        requests += count
+        for resource in body.resource_spans:
+            for scope in resource.scope_spans:
+                for span in scope.spans:
+                    trace = span.trace_id.hex()
+                    ends[trace] = max(ends.get(trace, 0.0), span.end_time_unix_nano / 1e9)
+                    if span.status.code == span.status.STATUS_CODE_ERROR:
+                        failed.add(trace)
+    feedback = week.feedback
+    assert 0.02 * requests < len(feedback) < 0.08 * requests
+    assert {f.trace_id for f in feedback} <= set(ends)
+    # given after the answer, within the hour, in time
+    assert all(ends[f.trace_id] - 0.01 <= f.at_s <= min(ends[f.trace_id] + 3600, NOW) for f in feedback)
+
+    def down_share(items: list[Feedback]) -> float:
+        return sum(f.thumbs == "down" for f in items) / len(items)
+
+    on_failed = [f for f in feedback if f.trace_id in failed]
+    on_rest = [f for f in feedback if f.trace_id not in failed]
+    assert len(on_failed) >= 10 and down_share(on_failed) > 0.6 > 0.3 > down_share(on_rest)
+    assert all(f.item()["thumbs"] in ("up", "down") for f in feedback)
+    # the same week gives the same items with the same ids: a redone backfill's are counted once
+    again = _week()
+    for _ in again.bodies():
+        pass
+    assert [f.item() for f in again.feedback] == [f.item() for f in feedback]
