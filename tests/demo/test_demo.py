@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from infersight.collector.alerts import Evaluator
-from infersight.collector.store import ChdbStore
+from tests.demo.store_process import StoreProcess
 
 DEMO = [sys.executable, "-m", "infersight.collector._cli", "demo", "--per-day", "150"]
 
@@ -44,11 +43,11 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
 
 
 @pytest.fixture
-def stored(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]) -> Iterator[ChdbStore]:
+def stored(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]) -> Iterator[StoreProcess]:
     """The demo's store, opened for one test (the report and the rerun need the directory free)."""
     data_dir, done, _ = demo_run
     assert done.returncode == 0, done.stderr
-    store = ChdbStore(data_dir)
+    store = StoreProcess(data_dir)
     yield store
     store.close()
 
@@ -61,7 +60,7 @@ def test_the_demo_runs_cleanly(demo_run: tuple[Path, subprocess.CompletedProcess
     assert "backfill" in done.stderr  # the long step shows its progress
 
 
-def test_every_day_of_the_reports_week_has_traffic_of_both_services(stored: ChdbStore):
+def test_every_day_of_the_reports_week_has_traffic_of_both_services(stored: StoreProcess):
     today = datetime.now(timezone.utc).date()
     monday = today - timedelta(days=today.weekday() + 7)  # the weekly report's default week
     rows = stored.query(
@@ -75,7 +74,7 @@ def test_every_day_of_the_reports_week_has_traffic_of_both_services(stored: Chdb
 
 
 def test_the_past_incident_paged_and_resolved_and_nothing_fires_after_the_demo(
-        stored: ChdbStore, demo_run: tuple[Path, subprocess.CompletedProcess[str], float]):
+        stored: StoreProcess, demo_run: tuple[Path, subprocess.CompletedProcess[str], float]):
     started = demo_run[2]
     events = stored.query("SELECT name, event, toUnixTimestamp(ts) AS at FROM alert_events ORDER BY ts")
     assert [(e["name"], e["event"]) for e in events] == [("ErrorRateSpike", "firing"), ("ErrorRateSpike", "resolved")]
@@ -85,16 +84,15 @@ def test_the_past_incident_paged_and_resolved_and_nothing_fires_after_the_demo(
     assert firing == []
     # The live collector's first evaluation comes a minute after its start, later than this short
     # run ends: the rules are run here, now, over what the demo left, as that evaluation would.
-    evaluation = Evaluator(stored).run_once(datetime.now(timezone.utc))
-    assert [(e.kind, e.state.summary) for e in evaluation.events] == []
-    assert evaluation.active == []
+    evaluation = stored.evaluate(datetime.now(timezone.utc).isoformat())
+    assert (evaluation["events"], evaluation["active"]) == ([], 0)
     # the live app's queue was watched (so the queue rule had a series to judge), and it drained
     queue = stored.query("SELECT count() AS points, max(depth) AS deepest FROM queue_depth"
                          " WHERE service = 'support-bot' AND queue = 'demo-requests'")[0]
     assert queue["points"] >= 1 and queue["deepest"] <= 1
 
 
-def test_a_rag_request_is_one_trace(stored: ChdbStore):
+def test_a_rag_request_is_one_trace(stored: StoreProcess):
     traces = stored.query(
         "SELECT TraceId, groupArray(SpanAttributes['gen_ai.operation.name']) AS operations,"
         " countIf(ParentSpanId = '') AS roots, uniq(SpanAttributes['infersight.route']) AS routes"
@@ -108,7 +106,7 @@ def test_a_rag_request_is_one_trace(stored: ChdbStore):
         assert trace["roots"] == 1 and trace["routes"] == 1, trace
 
 
-def test_sessions_users_detections_and_judge_scores_are_there(stored: ChdbStore):
+def test_sessions_users_detections_and_judge_scores_are_there(stored: StoreProcess):
     def one(sql: str) -> dict[str, Any]:
         return stored.query(sql)[0]
 
@@ -122,7 +120,7 @@ def test_sessions_users_detections_and_judge_scores_are_there(stored: ChdbStore)
     assert one("SELECT count() AS n FROM judge_scores")["n"] > 0
 
 
-def test_the_reports_week_has_users_feedback_mostly_down_on_failed_or_flagged_answers(stored: ChdbStore):
+def test_the_reports_week_has_users_feedback_mostly_down_on_failed_or_flagged_answers(stored: StoreProcess):
     today = datetime.now(timezone.utc).date()
     monday = today - timedelta(days=today.weekday() + 7)
     rows = stored.query(
@@ -141,7 +139,7 @@ def test_the_reports_week_has_users_feedback_mostly_down_on_failed_or_flagged_an
     assert down[1] and sum(down[1]) / len(down[1]) > 0.5 > sum(down[0]) / max(len(down[0]), 1)
 
 
-def test_live_traffic_is_conversations(stored: ChdbStore):
+def test_live_traffic_is_conversations(stored: StoreProcess):
     live = stored.query(
         "SELECT SpanAttributes['gen_ai.conversation.id'] AS session FROM otel_traces"
         " WHERE ServiceName = 'support-bot' AND ScopeName != 'infersight.demo.backfill'"
