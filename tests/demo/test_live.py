@@ -37,8 +37,17 @@ def test_live_requests_are_turns_of_sessions_and_some_get_thumbs(collector: Live
         sdk.shutdown()
         llm.stop()
 
-    calls = store.query("SELECT session_id, user_id, trace_id, error_type FROM llm_spans"
-                        " WHERE project = {project:String} AND kind = 'llm'", params)
+    def calls_and_feedback() -> tuple[list[dict], list[dict]]:
+        calls = store.query("SELECT session_id, user_id, trace_id, error_type FROM llm_spans"
+                            " WHERE project = {project:String} AND kind = 'llm'", params)
+        feedback = store.query("SELECT trace_id, value, created_by FROM feedback WHERE project = {project:String}"
+                               " AND source = 'sdk'", params)
+        return calls, feedback
+
+    # Feedback is stored as it is posted, spans once the spool has written them: wait for both.
+    assert wait_for(lambda: (read := calls_and_feedback())
+                    and {f["trace_id"] for f in read[1]} <= {c["trace_id"] for c in read[0]})
+    calls, feedback = calls_and_feedback()
     assert all(c["session_id"].startswith("live-") for c in calls)
     users = {}
     for c in calls:
@@ -46,8 +55,6 @@ def test_live_requests_are_turns_of_sessions_and_some_get_thumbs(collector: Live
     assert all(len(u) == 1 for u in users.values())  # a session is one user's
     assert max(sum(c["session_id"] == s for c in calls) for s in users) <= 4
     failed = {c["trace_id"] for c in calls if c["error_type"]}
-    feedback = store.query("SELECT trace_id, value, created_by FROM feedback WHERE project = {project:String}"
-                           " AND source = 'sdk'", params)
     assert {f["trace_id"] for f in feedback} <= {c["trace_id"] for c in calls}
     on_failed = [f["value"] for f in feedback if f["trace_id"] in failed]
     assert on_failed and sum(on_failed) == 0  # a failed request is rated down
