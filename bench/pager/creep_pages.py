@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from infersight.collector.alerts import BREACH, CLEAR, EvaluatorConfig, ServiceMemory, Verdict
+from infersight.collector.alerts import CLEAR, EvaluatorConfig, ServiceMemory, Verdict
 
 from .outage_windows import T0, USUAL, hour_before, simulate
+from .scoring import spread, tally
 
 ONSET = 120  # minutes of usual traffic before the creep
 AFTER = 60  # minutes replayed after its end
@@ -54,23 +55,13 @@ def episode(rng: np.random.Generator, per_minute: float, minutes: int, memory: S
                                      end + AFTER)
     config = EvaluatorConfig()
     clear_for = int(config.clear_for.total_seconds() // 60)
-    firing, clear_run, pages, first, resolved, dark = False, 0, 0, None, None, 0
-    for m in range(60, end + AFTER + 1):
+
+    def state(m: int) -> str | None:
         verdict = memory.verdict(config.error_rule, "p", "svc", hour_before(m, calls, errors, failed), USUAL,
                                  T0 + timedelta(minutes=m))
-        state = verdict.state if verdict is not None else None
-        clear_run = clear_run + 1 if state == CLEAR else 0
-        if state == BREACH and not firing:
-            firing, pages = True, pages + 1
-            first = m - ONSET if first is None else first
-        elif firing and clear_run >= clear_for:
-            firing, resolved = False, m - end
-        dark += int(first is not None and not firing and m < end)
-    return pages, first, None if firing else resolved, dark
+        return verdict.state if verdict is not None else None
 
-
-def _range(values: list[int]) -> str:
-    return f"{min(values)}–{max(values)}" if values else "–"
+    return tally(((m, state(m)) for m in range(60, end + AFTER + 1)), ONSET, end, clear_for)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,8 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         dark = [r[3] for r in paged]
         what = f"{ratio:.0%}, {minutes // 60} h" if args.ratios else f"{minutes // 60} h"
         print(f"| {rate} | {what} | {len(paged)}/{args.draws} | "
-              f"{_range(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
-              f"{statistics.median(firsts) if firsts else '–'} | {_range(resolves)} | "
+              f"{spread(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
+              f"{statistics.median(firsts) if firsts else '–'} | {spread(resolves)} | "
               f"{sum(r < 0 for r in resolves)} | "
               f"{statistics.fmean(dark) if dark else 0:.1f}, {max(dark) if dark else 0} |")
 

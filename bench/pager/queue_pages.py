@@ -26,10 +26,11 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from infersight.collector.alerts import BREACH, CLEAR, EvaluatorConfig, QueueRule
+from infersight.collector.alerts import EvaluatorConfig, QueueRule
 from infersight.collector.alerts._queue import DepthSample
 
 from . import traffic as pt
+from .scoring import spread, tally
 
 T0 = datetime(2026, 10, 5, tzinfo=timezone.utc)  # a Monday
 BEFORE, LENGTH, AFTER = 180, 40, 120
@@ -58,24 +59,13 @@ def episode(rng: np.random.Generator, kind: str, rule: QueueRule, clear_for: int
     caps[start:] = capacity(kind, minutes, length)
     samples = [DepthSample(T0 + timedelta(minutes=m - start), depth, age)
                for m, depth, age in pt.replica(rng, load, caps, scale, start, start + minutes)]
-    firing, clear_run, pages, first, resolved, dark = False, 0, 0, None, None, 0
-    end = BEFORE + length
-    for m in range(READ, minutes):
+
+    def state(m: int) -> str:
         now = T0 + timedelta(minutes=m, seconds=30)
         verdicts = rule.evaluate("p", "worker", "jobs", samples[m - READ + 1:m + 1], now, instance="w")
-        state = next(v.state for v in verdicts if v.alert.name == "QueueNotDraining")
-        clear_run = clear_run + 1 if state == CLEAR else 0
-        if state == BREACH and not firing:
-            firing, pages = True, pages + 1
-            first = m - BEFORE if first is None else first
-        elif firing and clear_run >= clear_for:
-            firing, resolved = False, m - end
-        dark += int(first is not None and not firing and m < end)
-    return pages, first, None if firing else resolved, dark
+        return next(v.state for v in verdicts if v.alert.name == "QueueNotDraining")
 
-
-def _range(values: list[int]) -> str:
-    return f"{min(values)}–{max(values)}" if values else "–"
+    return tally(((m, state(m)) for m in range(READ, minutes)), BEFORE, BEFORE + length, clear_for)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -101,8 +91,8 @@ def main(argv: list[str] | None = None) -> None:
             pages = [r[0] for r in paged]
             dark = [r[3] for r in paged]
             print(f"| {kind}, {length} min | {len(paged)}/{args.draws} | "
-                  f"{_range(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
-                  f"{statistics.median(firsts) if firsts else '–'} | {_range(resolves)} "
+                  f"{spread(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
+                  f"{statistics.median(firsts) if firsts else '–'} | {spread(resolves)} "
                   f"({len(paged) - len(resolves)} still firing) | "
                   f"{statistics.fmean(dark) if dark else 0:.1f}, {max(dark) if dark else 0} |")
 

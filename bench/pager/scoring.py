@@ -8,12 +8,12 @@ markdown that BENCHMARKS.md quotes, and :func:`Report.as_dict` the same numbers 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from infersight.collector.alerts import CostRule
+from infersight.collector.alerts import BREACH, CLEAR, CostRule
 from infersight.collector.store import Store
 
 from . import incidents as pi
@@ -28,6 +28,30 @@ class Outcome:
     first_page_min: float | None
     resolve_min: float | None  # after the end; None: not resolved by the end of the run
     still_firing: bool
+
+
+def tally(states: Iterable[tuple[int, str | None]], onset: int, end: int, clear_for: int
+          ) -> tuple[int, int | None, int | None, int]:
+    """One simulated incident from its rule's state each minute (``BREACH``, ``CLEAR`` or ``None``),
+    as the evaluator would page it (firing on a breach, resolved after ``clear_for`` clear minutes):
+    pages, minutes from ``onset`` to the first, minutes from ``end`` to the last resolve (``None``:
+    not paged, or still firing at the last minute), and the incident's minutes after its first
+    page that were shown resolved."""
+    firing, clear_run, pages, first, resolved, dark = False, 0, 0, None, None, 0
+    for m, state in states:
+        clear_run = clear_run + 1 if state == CLEAR else 0
+        if state == BREACH and not firing:
+            firing, pages = True, pages + 1
+            first = m - onset if first is None else first
+        elif firing and clear_run >= clear_for:
+            firing, resolved = False, m - end
+        dark += int(first is not None and not firing and m < end)
+    return pages, first, None if firing else resolved, dark
+
+
+def spread(values: list[int]) -> str:
+    """``min–max`` of a table cell's draws."""
+    return f"{min(values)}–{max(values)}" if values else "–"
 
 
 def score(events: list[dict[str, Any]], library: tuple[pi.Incident, ...] = pi.LIBRARY
