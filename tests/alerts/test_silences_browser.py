@@ -16,7 +16,7 @@ from infersight.collector import Settings, create_app
 from infersight.collector.alerts._model import fingerprint
 from infersight.collector.store import clickhouse_time, encode_rows
 from tests.conftest import free_port, wait_for
-from tests.dashboards.test_browser import CHROMIUM_FLAGS, chromium_binary
+from tests.dashboards.test_browser import chromium_page
 
 
 @pytest.fixture
@@ -45,62 +45,47 @@ def firing_app(store, tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def test_silence_acknowledge_and_expire_from_the_alerts_page(firing_app, tmp_path):
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium binary (apt-get install chromium; make test does it where apt-get works)")
-    from playwright.sync_api import sync_playwright
-
     url, fp = firing_app
     problems: list[str] = []
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=binary, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1280, "height": 900},
-        )
-        try:
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.goto(url + "/alerts?range=7d", wait_until="load")
-            card = page.locator(f"#alert-{fp}")
-            assert card.locator(".badge").count() == 0
+    with chromium_page(tmp_path / "profile", problems, failed_requests=False) as page:
+        page.goto(url + "/alerts?range=7d", wait_until="load")
+        card = page.locator(f"#alert-{fp}")
+        assert card.locator(".badge").count() == 0
 
-            card.locator("details.silence summary").click()
-            matchers = card.locator("textarea[name=matchers]").input_value()
-            assert matchers.splitlines() == [
-                'alertname="ErrorRateSpike"', 'service="checkout"', 'tenant="<b>acme</b>"']
-            card.locator("input[name=created_by]").fill("dana")
-            card.locator("input[name=comment]").fill("provider incident, tracked in INC-7")
-            card.locator("select[name=duration]").select_option("4h")
-            card.locator(".silence-form button[type=submit]").click()
-            page.wait_for_load_state("load")
-            assert page.url.endswith("/alerts")
-            card = page.locator(f"#alert-{fp}")
-            badge = card.locator(".badge.silenced").inner_text()
-            assert "dana" in badge and "provider incident, tracked in INC-7" in badge and "until" in badge
-            (row,) = page.locator("#silences tbody tr").all()
-            assert "active" in row.inner_text() and 'tenant=<b>acme</b>' in row.inner_text()
+        card.locator("details.silence summary").click()
+        matchers = card.locator("textarea[name=matchers]").input_value()
+        assert matchers.splitlines() == [
+            'alertname="ErrorRateSpike"', 'service="checkout"', 'tenant="<b>acme</b>"']
+        card.locator("input[name=created_by]").fill("dana")
+        card.locator("input[name=comment]").fill("provider incident, tracked in INC-7")
+        card.locator("select[name=duration]").select_option("4h")
+        card.locator(".silence-form button[type=submit]").click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/alerts")
+        card = page.locator(f"#alert-{fp}")
+        badge = card.locator(".badge.silenced").inner_text()
+        assert "dana" in badge and "provider incident, tracked in INC-7" in badge and "until" in badge
+        (row,) = page.locator("#silences tbody tr").all()
+        assert "active" in row.inner_text() and 'tenant=<b>acme</b>' in row.inner_text()
 
-            card.locator(".ack-form input[name=note]").fill("mitigating")
-            card.locator(".ack-form button[type=submit]").click()
-            page.wait_for_load_state("load")
-            acked = page.locator(f"#alert-{fp} .badge.acked").inner_text()
-            assert "anonymous (no keys)" in acked and "mitigating" in acked
-            assert page.locator(f"#alert-{fp} .ack-form").count() == 0
+        card.locator(".ack-form input[name=note]").fill("mitigating")
+        card.locator(".ack-form button[type=submit]").click()
+        page.wait_for_load_state("load")
+        acked = page.locator(f"#alert-{fp} .badge.acked").inner_text()
+        assert "anonymous (no keys)" in acked and "mitigating" in acked
+        assert page.locator(f"#alert-{fp} .ack-form").count() == 0
 
-            page.locator("#silences tbody tr form button").click()
-            page.wait_for_load_state("load")
-            assert "expired" in page.locator("#silences tbody tr").inner_text()
-            assert page.locator(f"#alert-{fp} .badge.silenced").count() == 0
+        page.locator("#silences tbody tr form button").click()
+        page.wait_for_load_state("load")
+        assert "expired" in page.locator("#silences tbody tr").inner_text()
+        assert page.locator(f"#alert-{fp} .badge.silenced").count() == 0
 
-            page.locator("nav.pages a", has_text="Digest").click()
-            page.wait_for_load_state("load")
-            today = datetime.now(timezone.utc).date()
-            assert page.locator("input[name=date]").input_value() == str(today)
-            page.locator("#previous-day").click()
-            page.wait_for_load_state("load")
-            assert page.url.endswith(f"/digest?date={today - timedelta(days=1)}")
-            assert page.locator("#next-day").count() == 1
-            assert not problems, problems
-        finally:
-            context.close()
+        page.locator("nav.pages a", has_text="Digest").click()
+        page.wait_for_load_state("load")
+        today = datetime.now(timezone.utc).date()
+        assert page.locator("input[name=date]").input_value() == str(today)
+        page.locator("#previous-day").click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith(f"/digest?date={today - timedelta(days=1)}")
+        assert page.locator("#next-day").count() == 1
+        assert not problems, problems

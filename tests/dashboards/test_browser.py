@@ -14,7 +14,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -34,6 +36,31 @@ def chromium_binary() -> str | None:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+@contextmanager
+def chromium_page(profile_dir: Path, problems: list[str], *, failed_requests: bool = True) -> Iterator[Any]:
+    """A page of headless Chromium (the test is skipped where none is installed) that appends its
+    console errors, page errors and, with ``failed_requests``, failed requests to ``problems``."""
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no chromium binary (apt-get install chromium; make test does it where apt-get works)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile_dir), executable_path=binary, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            page = context.new_page()
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            if failed_requests:
+                page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            yield page
+        finally:
+            context.close()
 
 
 @pytest.fixture
@@ -62,11 +89,6 @@ def served(store, tmp_path: Path) -> Iterator[tuple[str, list[Call]]]:
 
 
 def test_every_page_in_headless_chromium(served, tmp_path_factory):
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium binary (apt-get install chromium; make test does it where apt-get works)")
-    from playwright.sync_api import sync_playwright
-
     url, calls = served
     shots = Path(os.environ.get("INFERSIGHT_SCREENSHOT_DIR") or tmp_path_factory.mktemp("screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
@@ -78,35 +100,24 @@ def test_every_page_in_headless_chromium(served, tmp_path_factory):
         "traces-errors-first": "/traces?range=7d&sort=errors",
     }
     problems: list[str] = []
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=binary, headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900},
-        )
-        try:
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-            for name, path in pages.items():
-                response = page.goto(url + path, wait_until="load")
-                assert response is not None and response.status == 200, (path, response and response.status)
-                assert page.locator("nav.pages a.on").count() == 1, path
-                page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
-                assert not problems, (path, problems)
-            # No JavaScript needed: the filter form works by submitting.
-            page.goto(url + "/cost?range=7d")
-            page.select_option("select[name=tenant]", "acme")
-            page.click("form.filters button[type=submit]")
-            page.wait_for_load_state("load")
-            assert "tenant=acme" in page.url
-            assert page.locator("#tenants tbody tr").count() == 1
-            assert not problems, problems
-            _firing_banner_leads_to_the_failing_traces(page, url)
-            _traces_page_through_and_filter(page, url, calls)
-            assert not problems, problems
-        finally:
-            context.close()
+    with chromium_page(tmp_path_factory.mktemp("chromium-profile"), problems) as page:
+        for name, path in pages.items():
+            response = page.goto(url + path, wait_until="load")
+            assert response is not None and response.status == 200, (path, response and response.status)
+            assert page.locator("nav.pages a.on").count() == 1, path
+            page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+            assert not problems, (path, problems)
+        # No JavaScript needed: the filter form works by submitting.
+        page.goto(url + "/cost?range=7d")
+        page.select_option("select[name=tenant]", "acme")
+        page.click("form.filters button[type=submit]")
+        page.wait_for_load_state("load")
+        assert "tenant=acme" in page.url
+        assert page.locator("#tenants tbody tr").count() == 1
+        assert not problems, problems
+        _firing_banner_leads_to_the_failing_traces(page, url)
+        _traces_page_through_and_filter(page, url, calls)
+        assert not problems, problems
     print(f"\nscreenshots in {shots}")
 
 
