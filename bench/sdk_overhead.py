@@ -5,6 +5,7 @@ therefore measured in the same rounds, in alternating order, and the headline nu
 *paired* per round (ratio or delta of two variants timed seconds apart), then the median.
 
     .venv/bin/python bench/sdk_overhead.py [--quick] [--profile]
+    .venv/bin/python bench/sdk_overhead.py --quick --against ../other-checkout [--repeats 3]
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import argparse
 import asyncio
 import cProfile
 import gc
+import json
 import pstats
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -113,28 +118,31 @@ def _flushed() -> None:
     sdk.force_flush()
 
 
-def _timed_sync(fn: Callable[[], Any]) -> Callable[[int], tuple[float, float]]:
-    def run(n: int) -> tuple[float, float]:
-        cpu, start = time.thread_time_ns(), time.perf_counter_ns()
+Timing = tuple[float, float, float]  # per call, µs: wall, caller-thread CPU, process CPU
+
+
+def _timed_sync(fn: Callable[[], Any], flush: Callable[[], object] = _flushed) -> Callable[[int], Timing]:
+    def run(n: int) -> Timing:
+        proc, cpu, start = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
         for _ in range(n):
             fn()
         cpu_ns = time.thread_time_ns() - cpu
-        _flushed()
-        return (time.perf_counter_ns() - start) / n / 1000, cpu_ns / n / 1000
+        flush()
+        return ((time.perf_counter_ns() - start) / n / 1000, cpu_ns / n / 1000,
+                (time.process_time_ns() - proc) / n / 1000)
 
     return run
 
 
-def _timed_async(
-    loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[Any]]
-) -> Callable[[int], tuple[float, float]]:
-    async def body(n: int) -> tuple[float, float]:
-        cpu, start = time.thread_time_ns(), time.perf_counter_ns()
+def _timed_async(loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[Any]]) -> Callable[[int], Timing]:
+    async def body(n: int) -> Timing:
+        proc, cpu, start = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
         for _ in range(n):
             await fn()
         cpu_ns = time.thread_time_ns() - cpu
         _flushed()
-        return (time.perf_counter_ns() - start) / n / 1000, cpu_ns / n / 1000
+        return ((time.perf_counter_ns() - start) / n / 1000, cpu_ns / n / 1000,
+                (time.process_time_ns() - proc) / n / 1000)
 
     # One coroutine awaits all n calls, so event-loop scheduling is not part of the number.
     return lambda n: loop.run_until_complete(body(n))
@@ -144,17 +152,19 @@ def _timed_async(
 class Variant:
     key: str
     label: str
-    run: Callable[[int], tuple[float, float]]  # n calls -> (wall µs, caller-thread CPU µs) per call
+    run: Callable[[int], Timing]  # n calls -> (wall, caller-thread CPU, process CPU) µs per call
     records: bool  # whether each call ends a recording span (counted to detect queue drops)
     calls: int = 0
     per_round: list[float] = field(default_factory=list)  # wall
     cpu_per_round: list[float] = field(default_factory=list)
+    proc_per_round: list[float] = field(default_factory=list)  # both threads: what the app's machine pays
 
     def measure(self, n: int) -> None:
         self.calls += n
-        wall, cpu = self.run(n)
+        wall, cpu, proc = self.run(n)
         self.per_round.append(wall)
         self.cpu_per_round.append(cpu)
+        self.proc_per_round.append(proc)
 
     @property
     def median(self) -> float:
@@ -163,6 +173,10 @@ class Variant:
     @property
     def cpu_median(self) -> float:
         return statistics.median(self.cpu_per_round)
+
+    @property
+    def proc_median(self) -> float:
+        return statistics.median(self.proc_per_round)
 
 
 @dataclass
@@ -213,6 +227,7 @@ def _rounds(variants: list[Variant], rounds: int, calls: int) -> None:
         v.measure(max(calls // 10, 500))
         v.per_round.clear()
         v.cpu_per_round.clear()
+        v.proc_per_round.clear()
     for i in range(rounds):
         for v in variants if i % 2 == 0 else variants[::-1]:
             gc.collect()  # same heap state at every start; gc stays enabled while timing
@@ -272,11 +287,16 @@ def run(quick: bool = False) -> OverheadResult:
     paired = [
         _ratio("(c) / (b): decorator vs identical span, caller-thread CPU, ratio",
                s["c"].cpu_per_round, s["b"].cpu_per_round),
+        _ratio("(c) / (b): decorator vs identical span, process CPU (caller and export thread), ratio",
+               s["c"].proc_per_round, s["b"].proc_per_round),
         _ratio("(c) / (b): decorator vs identical span, wall time (export thread included), ratio",
                s["c"].per_round, s["b"].per_round),
         _delta("(c) - (a): decorator cost per call, caller-thread CPU µs", s["c"].cpu_per_round, s["a"].cpu_per_round),
         _delta("(b) - (a): identical span cost per call, caller-thread CPU µs",
                s["b"].cpu_per_round, s["a"].cpu_per_round),
+        _delta("(c) - (a): decorator cost per call, process CPU µs", s["c"].proc_per_round, s["a"].proc_per_round),
+        _delta("(b) - (a): identical span cost per call, process CPU µs",
+               s["b"].proc_per_round, s["a"].proc_per_round),
         _delta("(c) - (a): decorator cost per call, wall µs", s["c"].per_round, s["a"].per_round),
         _delta("(b) - (a): identical span cost per call, wall µs", s["b"].per_round, s["a"].per_round),
         d_paired,
@@ -284,6 +304,81 @@ def run(quick: bool = False) -> OverheadResult:
     ]
     return OverheadResult(rounds, calls, [before, *sync], async_, paired, created, exporter.exported,
                           len(attributes), diff, held)
+
+
+@dataclass
+class OwnProviderResult:
+    rounds: int
+    calls_per_round: int
+    variants: list[Variant]
+    paired: list[Paired]
+    attribute_diff: str
+
+
+def run_own_provider(quick: bool = False) -> OwnProviderResult:
+    """The app's own tracer provider (OpenTelemetry's BatchSpanProcessor into a discarding
+    exporter) and no ``init()``: the decorator finishes its spans on the caller's thread, since
+    the app's processors must see finished attributes. Needs a fresh process (the global
+    provider is set once)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    rounds, calls = (6, 2_000) if quick else (20, 5_000)
+    exporter = DiscardExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=65_536))
+    trace.set_tracer_provider(provider)
+    flush = provider.force_flush
+    decorated = sdk.traced_llm(provider="openai", model="gpt-4o-mini")(call_llm)
+    decorated(messages=MESSAGES)
+    flush()
+    assert exporter.last is not None
+    name, attributes = exporter.last.name, dict(exporter.last.attributes or {})
+    raw = raw_otel(provider.get_tracer("bench.raw"), name, attributes)
+    raw()
+    flush()
+    raw_attrs = dict(exporter.last.attributes or {})
+    diff = "" if _same(raw_attrs, attributes) else f"(b) {sorted(raw_attrs)} vs (e) {sorted(attributes)}"
+    variants = [
+        Variant("a", "(a) plain call", _timed_sync(call_llm, flush), records=False),
+        Variant("b", f"(b) start_as_current_span(name, attributes=attrs), the same {len(attributes)} attributes",
+                _timed_sync(raw, flush), records=True),
+        Variant("e", "(e) @traced_llm, the app's own tracer provider, no init()",
+                _timed_sync(lambda: decorated(messages=MESSAGES), flush), records=True),
+    ]
+    _rounds(variants, rounds, calls)
+    provider.shutdown()
+    v = {x.key: x for x in variants}
+    paired = [
+        _ratio("(e) / (b): caller-thread CPU, ratio", v["e"].cpu_per_round, v["b"].cpu_per_round),
+        _ratio("(e) / (b): process CPU (caller and export thread), ratio",
+               v["e"].proc_per_round, v["b"].proc_per_round),
+        _ratio("(e) / (b): wall time (export thread included), ratio", v["e"].per_round, v["b"].per_round),
+        _delta("(e) - (a): decorator cost per call, caller-thread CPU µs", v["e"].cpu_per_round, v["a"].cpu_per_round),
+        _delta("(b) - (a): identical span cost per call, caller-thread CPU µs",
+               v["b"].cpu_per_round, v["a"].cpu_per_round),
+    ]
+    return OwnProviderResult(rounds, calls, variants, paired, diff)
+
+
+def format_own_provider(r: OwnProviderResult) -> str:
+    b = next(v for v in r.variants if v.key == "b")
+    lines = [
+        f"The app's own tracer provider, no init(): {r.rounds} rounds x {r.calls_per_round:,} calls per variant.",
+        "",
+        "| variant | caller CPU median µs/call | process CPU median µs/call | wall median µs/call |"
+        " caller CPU vs (b) | process CPU vs (b) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for v in r.variants:
+        lines.append(f"| {v.label} | {v.cpu_median:.2f} | {v.proc_median:.2f} | {v.median:.2f} | "
+                     + (f"{v.cpu_median / b.cpu_median:.2f}x | {v.proc_median / b.proc_median:.2f}x |"
+                        if v.records else "| |"))
+    lines += ["", "| paired per round | median | min | max |", "|---|---:|---:|---:|"]
+    lines += [f"| {p.label} | {p.median:.2f} | {min(p.values):.2f} | {max(p.values):.2f} |" for p in r.paired]
+    lines += ["", "Attributes of (b) and (e): " + (f"differ: {r.attribute_diff}." if r.attribute_diff
+                                                    else "identical names and values (checked on one span each).")]
+    return "\n".join(lines)
 
 
 @dataclass
@@ -347,17 +442,22 @@ def format_tables(r: OverheadResult) -> str:
     b = next(v for v in r.sync if v.key == "b")
     lines = [
         f"{r.rounds} rounds x {r.calls_per_round:,} calls per variant, interleaved; µs per call. 'caller CPU' is"
-        " the calling thread's CPU time (`time.thread_time_ns`): what the app's request pays; 'wall' ends after"
+        " the calling thread's CPU time (`time.thread_time_ns`): what the app's request pays; 'process CPU'"
+        " (`time.process_time_ns`, up to the end of the round's force_flush) adds the export thread's: what the"
+        " app's machine pays; 'wall' ends after"
         " a force_flush of the round's spans, so it also holds the export thread's work (deferred attributes"
         " included), which in this tight loop competes with the caller for the GIL.",
         "",
-        "| variant | wall median µs/call | min | max | caller CPU median µs/call | wall vs (b) | caller CPU vs (b) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| variant | wall median µs/call | min | max | caller CPU median µs/call | process CPU median µs/call |"
+        " wall vs (b) | caller CPU vs (b) | process CPU vs (b) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in r.sync + r.async_:
         lines.append(
             f"| {v.label} | {v.median:.2f} | {min(v.per_round):.2f} | {max(v.per_round):.2f} | {v.cpu_median:.2f} | "
-            + (f"{v.median / b.median:.2f}x | {v.cpu_median / b.cpu_median:.2f}x |" if v.records else "| |")
+            f"{v.proc_median:.2f} | "
+            + (f"{v.median / b.median:.2f}x | {v.cpu_median / b.cpu_median:.2f}x | "
+               f"{v.proc_median / b.proc_median:.2f}x |" if v.records else "| | |")
         )
     lines += ["", "| paired per round | median | min | max |", "|---|---:|---:|---:|"]
     for p in r.paired:
@@ -384,16 +484,72 @@ def format_profile(p: Profile) -> str:
     return "\n".join(lines)
 
 
+def _summary(phase: str, quick: bool) -> dict[str, float]:
+    """The headline ratios of one phase, for ``--against``."""
+    if phase == "own":
+        own = run_own_provider(quick)
+        return {p.label: p.median for p in own.paired}
+    return {p.label: p.median for p in run(quick).paired if "ratio" in p.label}
+
+
+def _in_process(python: str, phase: str, quick: bool) -> str:
+    command = [python, __file__, "--phase", phase] + (["--quick"] if quick else [])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
+    return done.stdout
+
+
+def against(other: str, repeats: int, quick: bool) -> str:
+    """This checkout and ``other`` (a checkout with its own ``.venv``), each phase in a fresh
+    process, alternating, ``repeats`` times; the same bench code times both SDKs."""
+    here = str(Path(__file__).resolve().parent.parent)
+    checkouts = {"this checkout": here, f"{other}": str(Path(other).resolve())}
+    got: dict[str, dict[str, list[float]]] = {name: {} for name in checkouts}
+    for i in range(repeats):
+        for name in (list(checkouts) if i % 2 == 0 else list(checkouts)[::-1]):
+            python = str(Path(checkouts[name]) / ".venv" / "bin" / "python")
+            for phase in ("init", "own"):
+                out = json.loads(_in_process(python, phase + "-json", quick).splitlines()[-1])
+                for label, value in out.items():
+                    got[name].setdefault(label, []).append(value)
+    names = list(checkouts)
+    lines = [f"{repeats} runs of each phase per checkout, alternating, each in a fresh process; medians of"
+             " each run's paired medians (min-max over runs).", "",
+             "| ratio | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for label in got[names[0]]:
+        cells = [f"{statistics.median(got[n][label]):.2f} ({min(got[n][label]):.2f}-{max(got[n][label]):.2f})"
+                 for n in names]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Per-call cost of the infersight SDK decorator.")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile breakdown of (c)")
     parser.add_argument("--genai-metrics", action="store_true",
                         help="record the GenAI histograms too (as with an app's own meter provider)")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="compare with another checkout (its .venv's SDK), alternating fresh processes")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per checkout with --against")
+    parser.add_argument("--phase", choices=("init", "own", "init-json", "own-json"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     global GENAI_METRICS
     GENAI_METRICS = args.genai_metrics
+    if args.against:
+        print(against(args.against, args.repeats, args.quick))
+        return
+    if args.phase in ("init-json", "own-json"):
+        print(json.dumps(_summary(args.phase.removesuffix("-json"), args.quick)))
+        return
+    if args.phase == "own":
+        print(format_own_provider(run_own_provider(args.quick)))
+        return
     print(format_tables(run(args.quick)))
+    print()
+    # The app's own provider is set globally, once: it gets a process of its own.
+    print(_in_process(sys.executable, "own", args.quick).rstrip())
     if args.profile:
         print()
         print(format_profile(profile()))

@@ -11,6 +11,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from . import semconv
@@ -26,7 +27,9 @@ _PATTERNS = {
     "PHONE": r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){2,4}\b",
 }
 _GITHUB_PREFIX = re.compile("gh[pousr]_")
-_DIGITS = "0123456789"
+_DIGIT_BYTES = b"0123456789"
+# The card pattern needs 13 digits at least (and the Luhn check, 13 to 19).
+_CARD_DIGITS = 13
 
 
 def _possible(text: str) -> tuple[str, ...]:
@@ -42,11 +45,22 @@ def _possible(text: str) -> tuple[str, ...]:
         kinds.append("API_KEY")
     if "@" in text:
         kinds.append("EMAIL")
-    if sum(map(text.count, _DIGITS)) >= 13:
+    if len(text) >= _CARD_DIGITS and _ascii_digits(text) >= _CARD_DIGITS:
         kinds.append("CARD")
     if "+" in text:
         kinds.append("PHONE")
     return tuple(kinds)
+
+
+def _ascii_digits(text: str) -> int:
+    """How many of ``text``'s characters are ASCII digits.
+
+    UTF-8 writes every other character with bytes of 0x80 and up, so deleting the ten digit
+    bytes from the encoded text counts exactly them: two C passes, where counting each digit
+    with ``str.count`` took ten (1.7 µs on a 60-character prompt, ~25 µs on 1 KB).
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    return len(raw) - len(raw.translate(None, _DIGIT_BYTES))
 
 
 @functools.cache
@@ -148,7 +162,10 @@ def output_text(result: Any) -> str | None:
 def messages_json(
     messages: list[dict[str, Any]], redactors: Iterable[Redactor], limit_chars: int
 ) -> tuple[str, bool]:
-    """Redact every text part, truncate the total to ``limit_chars``; returns (json, truncated)."""
+    """Redact every text part, truncate the total to ``limit_chars``; returns (json, truncated).
+
+    The JSON is what ``json.dumps(messages, ensure_ascii=False, separators=(",", ":"))`` writes.
+    """
     remaining = limit_chars
     truncated = False
     for message in messages:
@@ -158,7 +175,39 @@ def messages_json(
                 text, truncated = text[: max(remaining, 0)], True
             remaining -= len(text)
             part["content"] = text
-    return json.dumps(messages, ensure_ascii=False, separators=(",", ":")), truncated
+    encoded = _encode_messages(messages)
+    if encoded is None:
+        encoded = json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+    return encoded, truncated
+
+
+_MESSAGE_KEYS = (("role", "parts"), ("role", "parts", "finish_reason"))
+_PART_KEYS = ("type", "content")
+
+
+def _encode_messages(messages: list[dict[str, Any]]) -> str | None:
+    """The messages' JSON, for the shape :func:`input_messages` builds (``None`` for any other).
+
+    Strings go through the json module's own C string encoder, so the text is the same as
+    ``json.dumps`` writes; only the fixed keys around them are written here. json.dumps spent
+    most of its ~5 µs per message list building an encoder for each call.
+    """
+    pieces = []
+    for message in messages:
+        if type(message) is not dict or tuple(message) not in _MESSAGE_KEYS:
+            return None
+        role, parts, reason = message["role"], message["parts"], message.get("finish_reason", "")
+        if type(role) is not str or type(parts) is not list or type(reason) is not str:
+            return None
+        texts = []
+        for part in parts:
+            if (type(part) is not dict or tuple(part) != _PART_KEYS or part["type"] != "text"
+                    or type(part["content"]) is not str):
+                return None
+            texts.append('{"type":"text","content":' + _json_string(part["content"]) + "}")
+        tail = ',"finish_reason":' + _json_string(reason) + "}" if len(message) == 3 else "}"
+        pieces.append('{"role":' + _json_string(role) + ',"parts":[' + ",".join(texts) + "]" + tail)
+    return "[" + ",".join(pieces) + "]"
 
 
 _QUERY_ARGS = ("query", "question", "q")

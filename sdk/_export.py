@@ -306,8 +306,21 @@ def _finished(span: ReadableSpan, work: Work | None) -> ReadableSpan:
         return span
     attributes = dict(span.attributes or {})
     attributes.update(extra)
+    if type(span) is ReadableSpan and vars(span).keys() >= _SNAPSHOT_FIELDS:
+        # The span handed to on_end is a snapshot OpenTelemetry made for the processors, and
+        # every processor on a provider whose span work is deferred is the SDK's own: completing
+        # the snapshot in place is safe, and cheaper than building another span (~3 µs of ~10).
+        span._attributes = attributes
+        if name:
+            span._name = name
+        return span
     return ReadableSpan(
         name=name or span.name, context=span.context, parent=span.parent, resource=span.resource,
         attributes=attributes, events=span.events, links=span.links, kind=span.kind, status=span.status,
         start_time=span.start_time, end_time=span.end_time, instrumentation_scope=span.instrumentation_scope,
     )
+
+
+# What ReadableSpan keeps its attributes and name in (opentelemetry-sdk 1.x); without them a
+# finished span is built anew. tests/sdk/test_export.py fails when they go.
+_SNAPSHOT_FIELDS = frozenset({"_attributes", "_name"})

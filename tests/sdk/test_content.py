@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from infersight import sdk
 from infersight.sdk import redact_builtin
-from infersight.sdk._content import _PATTERNS, _replace
+from infersight.sdk._content import _PATTERNS, _ascii_digits, _replace, messages_json
 
 
 @pytest.mark.parametrize(
@@ -132,3 +132,44 @@ def test_expect_json_and_response_format_mark_json_answers(spans):
     assert first.attributes["gen_ai.output.type"] == "json"
     assert second.attributes["gen_ai.output.type"] == "json"
     assert json.loads(second.attributes["infersight.json_schema"]) == schema
+
+
+# Text that JSON must escape or may keep: quotes, backslashes, control characters, line and
+# paragraph separators, lone surrogates, characters beyond the BMP, digits of other scripts.
+_TRICKY = st.text(
+    alphabet=st.one_of(
+        st.characters(codec=None, categories=None),
+        st.sampled_from(['"', "\\", "\n", "\x00", "\x1f", "\x7f", "\u2028", "\u2029", "\ud800", "\udfff",
+                         "😀", "٣", "０", "7", "/"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TRICKY, st.lists(_TRICKY, max_size=3), st.one_of(st.none(), _TRICKY)), max_size=4))
+def test_message_json_is_what_json_dumps_writes(shape):
+    messages = []
+    for role, texts, reason in shape:
+        message = {"role": role, "parts": [{"type": "text", "content": t} for t in texts]}
+        if reason is not None:
+            message["finish_reason"] = reason
+        messages.append(message)
+    want = json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+    assert messages_json(messages, (), 10**6) == (want, False)
+
+
+@pytest.mark.parametrize("messages", [
+    [{"parts": [{"type": "text", "content": "no role"}], "role": "user"}],  # keys in another order
+    [{"role": "user", "parts": [{"type": "image", "content": "x"}]}],
+    [{"role": "user", "parts": [{"type": "text", "content": "x"}], "name": "extra key"}],
+])
+def test_message_json_of_other_shapes_falls_back_to_json_dumps(messages):
+    assert messages_json(messages, (), 10**6)[0] == json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TRICKY.map(lambda t: t * 3))
+def test_digit_count_counts_ascii_digits_only(text):
+    # What decides whether the card pattern runs: exactly the former ten str.count passes.
+    assert _ascii_digits(text) == sum(map(text.count, "0123456789"))

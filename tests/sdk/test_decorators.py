@@ -258,3 +258,32 @@ def test_decorators_work_before_init():
 def test_second_init_warns_and_keeps_the_first(spans):
     with pytest.warns(UserWarning, match="already called"):
         sdk.init(service_name="other", export=False)
+
+
+def test_without_init_spans_follow_the_apps_global_provider(monkeypatch):
+    # The tracer on the app's provider is kept between calls; a provider swapped in gets the spans.
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from infersight.sdk import _setup
+
+    exporters = [InMemorySpanExporter(), InMemorySpanExporter()]
+    providers = [TracerProvider(), TracerProvider()]
+    for provider, exporter in zip(providers, exporters, strict=True):
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+    current = [providers[0]]
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: current[0])
+
+    @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
+    def ask():
+        return {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+    ask()
+    assert _setup.tracer() is _setup.tracer()
+    ask()
+    current[0] = providers[1]
+    ask()
+    assert [len(e.get_finished_spans()) for e in exporters] == [2, 1]
+    assert exporters[1].get_finished_spans()[0].attributes["gen_ai.usage.input_tokens"] == 3

@@ -217,3 +217,28 @@ def test_spans_drained_at_shutdown_keep_the_settings_they_were_recorded_under():
     assert "gen_ai.output.messages" not in span.attributes
     assert span.attributes["infersight.cost.source"] == "override"
     assert span.attributes["infersight.cost.usd"] == pytest.approx(30 * 1e-6 + 4 * 2e-6)
+
+
+def test_deferred_attributes_complete_the_snapshot_as_a_new_span_would():
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+
+    from infersight.sdk._export import _finished
+
+    provider = TracerProvider()
+    span = provider.get_tracer("t").start_span("chat", attributes={"gen_ai.operation.name": "chat"})
+    span.end()
+    snapshot = span._readable_span()  # what OpenTelemetry hands the processors' on_end
+
+    class Kept(ReadableSpan):  # not a plain snapshot: built anew, as before
+        pass
+
+    other = Kept(name="chat", context=snapshot.context, attributes=snapshot.attributes,
+                 start_time=snapshot.start_time, end_time=snapshot.end_time)
+    extra = {"gen_ai.usage.input_tokens": 3, "gen_ai.response.finish_reasons": ["stop"]}
+    fast = _finished(snapshot, lambda: (extra, "chat gpt-4o"))
+    slow = _finished(other, lambda: (extra, "chat gpt-4o"))
+    assert fast is snapshot  # this OpenTelemetry's snapshot keeps the fields completed in place
+    assert slow is not other
+    assert (fast.name, dict(fast.attributes)) == (slow.name, dict(slow.attributes)) == (
+        "chat gpt-4o", {"gen_ai.operation.name": "chat", **extra})
+    assert dict(span.attributes) == {"gen_ai.operation.name": "chat"}  # the live span is untouched
