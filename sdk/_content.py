@@ -91,7 +91,45 @@ def _replace(match: re.Match[str]) -> str:
 def redact_builtin(text: str) -> str:
     """Replace emails, phone numbers, API keys and card numbers with ``[EMAIL]``-style markers."""
     kinds = _possible(text)
-    return _scanner(kinds).sub(_replace, text) if kinds else text
+    if not kinds:
+        return text
+    if kinds == _EMAIL_ONLY:
+        return _redact_emails(text)
+    return _scanner(kinds).sub(_replace, text)
+
+
+_EMAIL_ONLY = ("EMAIL",)
+_EMAIL_LOCAL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
+_BOUNDARY = re.compile(r"\b")
+
+
+def _redact_emails(text: str) -> str:
+    """What the email pattern's ``sub`` gives, trying it only next to each ``@``.
+
+    ``sub`` tries the pattern at every word boundary of the text (~30 ns a character: 35 µs for
+    a 1 KB prompt holding one address). An address ends its local part at an ``@``, so it can only
+    start at the first word boundary of the run of local-part characters before one; and whether
+    it matches from there depends only on what follows the ``@``, so one attempt per ``@`` decides.
+    """
+    email = _scanner(_EMAIL_ONLY)
+    pieces = []
+    pos = 0
+    at = text.find("@")
+    while at >= 0:
+        start = at
+        while start > pos and text[start - 1] in _EMAIL_LOCAL:
+            start -= 1
+        boundary = _BOUNDARY.search(text, start, at + 1) if start < at else None
+        match = email.match(text, boundary.start()) if boundary is not None and boundary.start() < at else None
+        if match is not None:
+            pieces.append(text[pos:match.start()])
+            pieces.append("[EMAIL]")
+            pos = match.end()
+        at = text.find("@", max(pos, at + 1))
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def apply_redactors(text: str, redactors: Iterable[Redactor]) -> str:

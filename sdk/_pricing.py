@@ -24,6 +24,8 @@ class _Rate:
     tiers: tuple[tuple[int, float], ...] = ()
 
     def at(self, total_input_tokens: int) -> float:
+        if not self.tiers:  # most models: no reversed() iterator for an empty tuple, four times a call
+            return self.base
         for start, price in reversed(self.tiers):
             if total_input_tokens > start:
                 return price

@@ -173,3 +173,17 @@ def test_message_json_of_other_shapes_falls_back_to_json_dumps(messages):
 def test_digit_count_counts_ascii_digits_only(text):
     # What decides whether the card pattern runs: exactly the former ten str.count passes.
     assert _ascii_digits(text) == sum(map(text.count, "0123456789"))
+
+
+_EMAIL_PIECES = st.sampled_from([
+    "@", "a", "jane.doe", "x@y.io", "@example.com", ".com", "-", ".", "+", "%", "_", " ", "é", "日", "\n", "a@b",
+    "@@", "io", "1", "x.y", "..",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_EMAIL_PIECES, max_size=16).map("".join))
+def test_email_redaction_next_to_each_at_sign_matches_the_full_scan(text):
+    # Addresses only (no digits to make a card, no +): the path that tries the pattern at each @.
+    text = text.replace("+", "")
+    assert redact_builtin(text) == _EVERY_PATTERN.sub(_replace, text)
