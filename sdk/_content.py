@@ -206,9 +206,11 @@ def messages_json(
     """
     remaining = limit_chars
     truncated = False
+    redactors = tuple(redactors)
+    only = redactors[0] if len(redactors) == 1 else None  # the default: the built-in redaction alone
     for message in messages:
         for part in message["parts"]:
-            text = apply_redactors(part["content"], redactors)
+            text = only(part["content"]) if only is not None else apply_redactors(part["content"], redactors)
             if len(text) > remaining:
                 text, truncated = text[: max(remaining, 0)], True
             remaining -= len(text)

@@ -11,7 +11,7 @@ from ._content import input_messages, messages_json, output_text, retrieval_cont
 from ._estimate import estimate_tokens
 from ._inputs import arguments_messages, request_messages, request_of_error, request_of_result
 from ._lifecycle import Call
-from ._pricing import lookup_rates, priceable
+from ._pricing import ModelRates, lookup_rates, priceable
 from ._streams import StreamStats
 from ._usage import Usage, _get, extract_usage
 
@@ -61,10 +61,10 @@ def _record_llm(
     _set_usage(out, usage)
     call.response_model = usage.response_model
     call.input_tokens, call.output_tokens = usage.input_tokens, usage.output_tokens
-    _set_cost(call, out, usage)
+    _set_cost(call, out, usage, opts.price_overrides)
     _set_queue_and_prefill(call, out, stats, usage)
     if opts.capture_content:
-        _set_content(call, out, text, usage)
+        _set_content(call, out, text, usage, opts)
     _set_output_type(call, out)
 
 
@@ -115,13 +115,13 @@ def _set_usage(out: dict[str, Any], usage: Usage) -> None:
         out[semconv.REASONING_TOKENS] = usage.reasoning_tokens
 
 
-def _set_cost(call: Call, out: dict[str, Any], usage: Usage) -> None:
+def _set_cost(call: Call, out: dict[str, Any], usage: Usage, overrides: dict[str, ModelRates]) -> None:
     if not priceable(usage.input_tokens):  # half an estimate: unknown, not its output's price
         return
     rates = None
     for model in (usage.response_model, call.model):
         if model:
-            rates = _setup.price_override(model) or lookup_rates(call.spec.provider, model)
+            rates = overrides.get(model) or lookup_rates(call.spec.provider, model)
             if rates is not None:
                 break
     if rates is None:
@@ -155,11 +155,13 @@ def llm_error(call: Call, error: BaseException, out: dict[str, Any]) -> None:
         _set_input(call, out, error)
 
 
-def _set_input(call: Call, out: dict[str, Any], error: BaseException | None = None) -> bool:
+def _set_input(
+    call: Call, out: dict[str, Any], error: BaseException | None = None, opts: _setup.Options | None = None
+) -> bool:
     """The prompt: the call's ``messages=`` (or ``input=``, ...), else the provider request's body
     (from the error, the stream or the response), else the function's arguments (see _inputs);
     returns whether it was truncated."""
-    opts = _setup.options()
+    opts = opts or _setup.options()
     messages = input_messages(call.kwargs)
     if not messages:
         if error is not None:
@@ -181,9 +183,8 @@ def _set_input(call: Call, out: dict[str, Any], error: BaseException | None = No
     return truncated
 
 
-def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage) -> None:
-    opts = _setup.options()
-    truncated = _set_input(call, out)
+def _set_content(call: Call, out: dict[str, Any], text: str | None, usage: Usage, opts: _setup.Options) -> None:
+    truncated = _set_input(call, out, None, opts)
     if text:
         output: list[dict[str, Any]] = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
         if usage.finish_reasons:
