@@ -40,8 +40,11 @@ def _possible(text: str) -> tuple[str, ...]:
     pattern that cannot match anywhere changes no match of the others.
     """
     kinds = []
-    if ("sk-" in text or "AKIA" in text or "xox" in text or "AIza" in text or "isk_" in text
-            or ("gh" in text and _GITHUB_PREFIX.search(text) is not None)):
+    # Every key prefix holds a '-', a '_' or an 'A': looking for one character is a memchr
+    # (~0.06 µs a KB), for a longer substring ~0.7 µs a KB, six times.
+    if (("-" in text and ("sk-" in text or "xox" in text))
+            or ("A" in text and ("AKIA" in text or "AIza" in text))
+            or ("_" in text and ("isk_" in text or ("gh" in text and _GITHUB_PREFIX.search(text) is not None)))):
         kinds.append("API_KEY")
     if "@" in text:
         kinds.append("EMAIL")
