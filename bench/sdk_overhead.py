@@ -47,6 +47,19 @@ RESPONSE: dict[str, Any] = {
 }
 
 
+def use_long_content() -> None:
+    """A ~1 KB prompt (system and user message, one address in it) and a ~0.4 KB answer, the sizes
+    of the collector's content benchmark, in place of the short ones."""
+    global MESSAGES, RESPONSE
+    sentence = "The customer asked about the delivery window for the replacement part and the refund policy. "
+    prompt = (sentence * 11)[:1000] + " Reach me at jane.doe@example.com."
+    answer = ("The part ships on Monday and the refund follows once it is back with us. " * 6)[:400]
+    MESSAGES = [{"role": "system", "content": "You are Acme's support assistant. " * 6},
+                {"role": "user", "content": prompt}]
+    RESPONSE = {**RESPONSE, "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": answer}}]}
+
+
 def call_llm(messages: list[dict[str, str]] = MESSAGES) -> dict[str, Any]:
     return RESPONSE
 
@@ -75,6 +88,7 @@ class DiscardExporter(SpanExporter):
         pass
 
 
+LONG_CONTENT = False  # --long-content, passed on to the processes of --against and (e)
 GENAI_METRICS = False  # --genai-metrics: as with a meter provider of the app's own
 
 
@@ -493,7 +507,8 @@ def _summary(phase: str, quick: bool) -> dict[str, float]:
 
 
 def _in_process(python: str, phase: str, quick: bool) -> str:
-    command = [python, __file__, "--phase", phase] + (["--quick"] if quick else [])
+    command = [python, __file__, "--phase", phase] + (["--quick"] if quick else []) + (
+        ["--long-content"] if LONG_CONTENT else [])
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
@@ -533,10 +548,15 @@ def main() -> None:
     parser.add_argument("--against", metavar="CHECKOUT",
                         help="compare with another checkout (its .venv's SDK), alternating fresh processes")
     parser.add_argument("--repeats", type=int, default=3, help="runs per checkout with --against")
+    parser.add_argument("--long-content", action="store_true",
+                        help="a ~1 KB prompt and a ~0.4 KB answer instead of the short chat call")
     parser.add_argument("--phase", choices=("init", "own", "init-json", "own-json"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global GENAI_METRICS
+    global GENAI_METRICS, LONG_CONTENT
     GENAI_METRICS = args.genai_metrics
+    LONG_CONTENT = args.long_content
+    if LONG_CONTENT:
+        use_long_content()
     if args.against:
         print(against(args.against, args.repeats, args.quick))
         return
