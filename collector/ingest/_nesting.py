@@ -55,7 +55,7 @@ The prompt is hashed only when it can decide something: when the span meets anot
 instrumentation's span, in its trace or in its project and service. Hashing a 1 KB prompt cost
 more than the rest of decoding the span (bench/ingest.py's stages), and a service traced by one
 instrumentation never needs it. Until then a remembered span keeps its input messages as they
-came (at most :data:`REMEMBERED_PROMPT_BYTES` of them per worker; past that a prompt is hashed
+came (at most :data:`REMEMBERED_PROMPT_CHARS` of them per worker; past that a prompt is hashed
 at once), so the answer is the same as if every prompt had been hashed on arrival.
 
 Not covered: a pair whose halves go to two different decode worker processes (with several
@@ -84,8 +84,8 @@ from infersight.sdk import semconv
 from ..store import LLM, kind_of
 
 REMEMBERED = 4096
-# Input messages kept unhashed by the remembered spans: 4,096 prompts of 2 KiB.
-REMEMBERED_PROMPT_BYTES = 8 << 20
+# Characters of input messages the remembered spans keep unhashed: 4,096 prompts of 2,048.
+REMEMBERED_PROMPT_CHARS = 8 << 20
 # A framework's span ends right after its client's (the client returns, the framework's callback
 # closes its span on the same thread): 2 s leaves room for a busy host and is still far shorter
 # than the calls it tells apart.
@@ -121,7 +121,7 @@ class _Call:
     paired: bool = False  # one half of a pair already: never the half of another
     hashed: str | None = None  # prompt_hash of ``messages``, once asked for
     indexed: tuple[tuple[str, str, str], ...] = ()  # the evidence _Recent finds it by
-    kept_bytes: int = 0  # of ``messages``, counted against _Recent's budget
+    kept_chars: int = 0  # of ``messages``, counted against _Recent's budget
 
     @property
     def root(self) -> bool:
@@ -196,7 +196,7 @@ class _Recent:
         # Instrumentations (scopes) of the remembered spans by (project, service), and how many
         # spans each: two or more, and the spans of that source are found by their prompts too.
         self._scopes: dict[tuple[str, str], dict[str, int]] = {}
-        self._kept_bytes = 0
+        self._kept_chars = 0
         self._count = 0
         self._lock = threading.Lock()
 
@@ -236,10 +236,10 @@ class _Recent:
                 for other in trace.values():
                     if other is not call and other.source == call.source:
                         self._index(other, True)
-        if call.hashed is None and self._kept_bytes + len(call.messages) > REMEMBERED_PROMPT_BYTES:
+        if call.hashed is None and self._kept_chars + len(call.messages) > REMEMBERED_PROMPT_CHARS:
             call.prompt  # noqa: B018 - hashed now, so that the text is not kept
-        call.kept_bytes = len(call.messages)
-        self._kept_bytes += call.kept_bytes
+        call.kept_chars = len(call.messages)
+        self._kept_chars += call.kept_chars
         self._index(call, len(scopes) > 1)
 
     def _index(self, call: _Call, with_prompt: bool) -> None:
@@ -260,8 +260,8 @@ class _Recent:
             if not holders:
                 self._by_evidence.pop(evidence, None)
         call.indexed = ()
-        self._kept_bytes -= call.kept_bytes
-        call.kept_bytes = 0
+        self._kept_chars -= call.kept_chars
+        call.kept_chars = 0
         scopes = self._scopes.get(call.source, {})
         scopes[call.scope] = scopes.get(call.scope, 1) - 1
         if scopes[call.scope] <= 0:

@@ -479,10 +479,17 @@ def test_a_prompt_is_hashed_only_once_another_instrumentation_of_its_service_is_
 
 
 def test_past_the_budget_of_kept_prompts_a_prompt_is_hashed_at_once_and_still_pairs(monkeypatch):
-    monkeypatch.setattr(_nesting, "REMEMBERED_PROMPT_BYTES", 10)
+    monkeypatch.setattr(_nesting, "REMEMBERED_PROMPT_CHARS", 10)
     recent = _Recent(16)
     client = root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)
     assert marked(client, recent=recent) == [None]
     (call,) = recent.of_trace("t2")
-    assert call.hashed and call.messages == "" and recent._kept_bytes == 0
+    assert call.hashed and call.messages == "" and recent._kept_chars == 0
     assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), recent=recent) == [("t2", "c")]
+
+
+def test_the_prompts_kept_unhashed_leave_with_the_spans_they_belong_to():
+    recent = _Recent(16)
+    for i in range(100):
+        marked(root(f"t{i}", f"s{i}", "oa", start=T0 + i * 10**10, **PROMPT), recent=recent)
+    assert recent._kept_chars == 16 * len(PROMPT["gen_ai.input.messages"])
