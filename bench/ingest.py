@@ -265,7 +265,9 @@ CPU_PLACES = ("decode workers", "server: Python (HTTP, spool, writer)", "chDB: i
 def _thread_category(is_server: bool, thread_name: str) -> str:
     if not is_server:
         return CPU_PLACES[0]
-    if thread_name.startswith("python"):  # Python threads keep the interpreter's name
+    # Python threads keep the name of the program started: the interpreter's, or the console
+    # script's (which is how the benchmark starts the collector)
+    if thread_name.startswith(("python", "infersight")):
         return CPU_PLACES[1]
     if thread_name.startswith(("ThreadPool", "QueryPipeline", "QueryPullPipeEx", "PushingAsyncPipe")):
         return CPU_PLACES[2]
@@ -517,6 +519,42 @@ def compare_queryable(collectors: list[str], rate: float, seconds: float, rounds
     return "\n".join(lines)
 
 
+def compare_load(collectors: list[str], content: bool, seconds: float, rounds: int) -> str:
+    """The load of :func:`load` (512-span requests, as fast as acknowledged) for each collector
+    build (an ``infersight`` script), in turns (A B A B ...) on a fresh data directory each, so
+    the machine's load falls on each alike. CPU per acknowledged span, by place, is the figure a
+    busy host moves least; rates are given beside it."""
+    got: dict[str, list[IngestResult]] = {path: [] for path in collectors}
+    for _ in range(rounds):
+        for path in collectors:
+            data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
+            collector = Collector(data_dir, infersight=path)
+            try:
+                got[path].append(load(collector, 512, seconds, 600_000, 120.0, content))
+            finally:
+                collector.close()
+                shutil.rmtree(data_dir, ignore_errors=True)
+    lines = [f"512 spans/request, {'with' if content else 'without'} content, {CLIENT_THREADS} threads, "
+             f"{rounds} x {seconds:.0f} s each, in turns; CPU in µs per acknowledged span (median of the rounds)",
+             "", "| collector | acked spans/s | stored spans/s end to end | ack -> stored, worst s | all stored | "
+             + " | ".join(CPU_PLACES) + " | collector CPU |",
+             "|---|---:|---:|---:|---|" + "---:|" * (len(CPU_PLACES) + 1)]
+    for path, results in got.items():
+        def median(values: list[float]) -> float:
+            return statistics.median(values) if values else float("nan")
+
+        per_span = [median([r.cpu_by_place[p] / r.acked_per_s * 1e6 for r in results]) for p in CPU_PLACES]
+        total = median([r.collector_cpu_s / r.spans_acked * 1e6 for r in results])
+        lines.append(
+            f"| {path} | {median([r.acked_per_s for r in results]):,.0f} "
+            f"| {median([r.stored_per_s or 0.0 for r in results]):,.0f} "
+            f"| {median([r.max_spool_age_s for r in results]):.1f} "
+            f"| {'yes' if all(r.spans_stored == r.spans_acked for r in results) else 'NO'} | "
+            + " | ".join(f"{v:.0f}" for v in per_span) + f" | {total:.0f} |"
+        )
+    return "\n".join(lines)
+
+
 STAGES = (
     "decode, normalise, JSON, LZ4 (worker, before the ack)", "spool append (server)",
     "repeat lookup (writer)", "chDB insert + views (writer)", "inline detectors (worker, after the ack)",
@@ -528,11 +566,13 @@ class StageCost:
     batch: int
     content: bool
     repeat: int
-    us_per_span: dict[str, float]  # stage -> median µs per span
+    us_per_span: dict[str, float]  # stage -> median µs of CPU per span
 
 
 def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> list[StageCost]:
-    """The pipeline's steps timed one by one in this process, to show where a span's time goes.
+    """The pipeline's steps timed one by one in this process, to show where a span's time goes:
+    the CPU time of the process (chDB's native threads included, and any merge they run meanwhile),
+    which a shared host moves far less than the wall time.
 
     Calls the collector's internal functions, so it breaks loudly when they change (run.py then
     reports it and carries on). It opens an embedded store here, which chDB allows once per
@@ -559,27 +599,27 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                 samples: dict[str, list[float]] = {k: [] for k in STAGES}
                 for _ in range(repeat):
                     fresh = _fresh_ids(body, next(_REQUESTS))
-                    t0 = time.perf_counter()
+                    t0 = time.process_time()
                     decoded = decode_request(PROJECT, fresh, None, "application/x-protobuf", 1 << 30)
                     assert decoded.entry is not None
-                    t1 = time.perf_counter()
+                    t1 = time.process_time()
                     spool.append(decoded.entry)
-                    t2 = time.perf_counter()
+                    t2 = time.process_time()
                     batch_rows = spool.next_batch(max_rows=batch, max_bytes=1 << 34)
                     assert batch_rows is not None
-                    t3 = time.perf_counter()
+                    t3 = time.process_time()
                     if held_spans is not None:  # as the writer does, then records the decision
                         batch_rows = spool.decide(batch_rows, held_spans(store, batch_rows.keys, batch_rows.ts_range))
-                    t4 = time.perf_counter()
+                    t4 = time.process_time()
                     store.insert("otel_traces", batch_rows.rows, dedup_token=batch_rows.dedup_token)  # as the writer
-                    t5 = time.perf_counter()
+                    t5 = time.process_time()
                     spool.done(batch_rows)
-                    t6 = time.perf_counter()
+                    t6 = time.process_time()
                     detector.detect(batch_rows.rows)  # as the writer asks for it, in this process
-                    t7 = time.perf_counter()
+                    t7 = time.process_time()
                     for key, dt in zip(STAGES, (t1 - t0, t2 - t1, t4 - t3, t5 - t4, t7 - t6), strict=True):
                         samples[key].append(dt)
-                # Median, not mean: one descheduling on this shared machine would dominate a mean.
+                # Median, not mean: one merge falling into a step would dominate a mean.
                 out.append(StageCost(batch, content, repeat,
                                      {k: statistics.median(v) / batch * 1e6 for k, v in samples.items()}))
     finally:
@@ -655,12 +695,16 @@ def main() -> None:
     parser.add_argument("--queryable", type=float, metavar="SPANS_PER_S",
                         help="only measure ack -> queryable at this paced rate of spans with content")
     parser.add_argument("--infersight", action="append",
-                        help="with --queryable: the collector builds to compare, each an 'infersight' script "
-                             "(repeatable; default this venv's)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="with --queryable: seconds of load per turn")
+                        help="the collector builds to compare, each an 'infersight' script (repeatable): "
+                             "with --queryable, its latency; else the load with --content yes or no, in turns")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="with --queryable or --infersight: seconds of load per turn")
     args = parser.parse_args()
     if args.queryable:
         print(compare_queryable(args.infersight or [INFERSIGHT], args.queryable, args.seconds, args.rounds))
+        return
+    if args.infersight:
+        print(compare_load(args.infersight, args.content != "no", args.seconds, args.rounds))
         return
     extra = () if args.decode_workers is None else ("--decode-workers", str(args.decode_workers))
     content = {"no": (False,), "yes": (True,), "both": (False, True)}[args.content]

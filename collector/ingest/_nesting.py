@@ -48,16 +48,24 @@ span belong to the span it names (:func:`counted_call`).
 
 Spans of one trace often arrive in separate requests (``SimpleSpanProcessor`` exports each
 span alone, and inner spans end, so are exported, first). The decode worker keeps the last
-:data:`REMEMBERED` LLM spans it saw (their ids, times and the evidence above, never content),
-so whichever of a pair comes second is recognised. Not covered: a pair whose halves go to two
-different decode worker processes (with several workers, requests are spread over them), and
-an outer span that arrives BEFORE its inner one in another request: it is already counted, so
-the inner one is then the row left out (its timings are lost, never its tokens twice). A span
-the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
-left as it is. Across traces, also not covered: a failed call whose client span records no
-prompt (openai-v2 keeps it in log events) or that fails beside a concurrent call of the same
-prompt is counted twice, and a prompt many calls share is remembered for its latest
-:data:`MAX_COMPARED` spans only.
+:data:`REMEMBERED` LLM spans it saw (their ids, times and the evidence above), so whichever of a
+pair comes second is recognised.
+
+The prompt is hashed only when it can decide something: when the span meets another
+instrumentation's span, in its trace or in its project and service. Hashing a 1 KB prompt cost
+more than the rest of decoding the span (bench/ingest.py's stages), and a service traced by one
+instrumentation never needs it. Until then a remembered span keeps its input messages as they
+came (at most :data:`REMEMBERED_PROMPT_CHARS` of them per worker; past that a prompt is hashed
+at once), so the answer is the same as if every prompt had been hashed on arrival.
+
+Not covered: a pair whose halves go to two different decode worker processes (with several
+workers, requests are spread over them), and an outer span that arrives BEFORE its inner one in
+another request: it is already counted, so the inner one is then the row left out (its timings
+are lost, never its tokens twice). A span the SDK already marked
+(``infersight.parent_llm_span``: a foreign span under our LLM span) is left as it is. Across
+traces, also not covered: a failed call whose client span records no prompt (openai-v2 keeps it
+in log events) or that fails beside a concurrent call of the same prompt is counted twice, and a
+prompt many calls share is remembered for its latest :data:`MAX_COMPARED` spans only.
 """
 
 from __future__ import annotations
@@ -76,6 +84,8 @@ from infersight.sdk import semconv
 from ..store import LLM, kind_of
 
 REMEMBERED = 4096
+# Characters of input messages the remembered spans keep unhashed: 4,096 prompts of 2,048.
+REMEMBERED_PROMPT_CHARS = 8 << 20
 # A framework's span ends right after its client's (the client returns, the framework's callback
 # closes its span on the same thread): 2 s leaves room for a busy host and is still far shorter
 # than the calls it tells apart.
@@ -104,20 +114,41 @@ class _Call:
     failed: bool = False
     response_id: str = ""
     usage: tuple[str, str] | None = None
-    prompt: str = ""  # prompt_hash of the input messages; "" when not captured
+    messages: str = ""  # the input messages, until :attr:`prompt` hashes them
     project: str = ""
     service: str = ""
     dropped: bool = False  # marked as the repeat of another span: it cannot stand for a call any more
     paired: bool = False  # one half of a pair already: never the half of another
+    hashed: str | None = None  # prompt_hash of ``messages``, once asked for
+    indexed: tuple[tuple[str, str, str], ...] = ()  # the evidence _Recent finds it by
+    kept_chars: int = 0  # of ``messages``, counted against _Recent's budget
 
     @property
     def root(self) -> bool:
         return not self.parent_id
 
-    def evidence(self) -> list[tuple[str, str, str]]:
-        """What another trace's span of the same call shares with this one: the keys it is found by."""
-        return [(kind, self.project, value) for kind, value in (("id", self.response_id), ("prompt", self.prompt))
-                if value]
+    @property
+    def prompt(self) -> str:
+        """:func:`~infersight.detectors.prompt_hash` of the input messages; "" when not captured.
+        Hashed at the first use (two threads may both hash: the same answer)."""
+        if self.hashed is None:
+            self.hashed = prompt_hash(self.messages)
+            self.messages = ""
+        return self.hashed
+
+    @property
+    def source(self) -> tuple[str, str]:
+        return self.project, self.service
+
+    def evidence(self, with_prompt: bool) -> tuple[tuple[str, str, str], ...]:
+        """What another trace's span of the same call shares with this one: the keys it is found by.
+        The prompt only ``with_prompt``: a span can pair across traces only with another
+        instrumentation's span of its project and service, so a prompt no such span may share
+        is not worth its hash."""
+        found = [("id", self.project, self.response_id)] if self.response_id else []
+        if with_prompt and self.prompt:
+            found.append(("prompt", self.project, self.prompt))
+        return tuple(found)
 
     def holds(self, other: _Call) -> bool:
         """``other``, not a child, lies inside this span, is another instrumentation's and
@@ -162,6 +193,10 @@ class _Recent:
         self.size = size
         self._traces: OrderedDict[str, dict[str, _Call]] = OrderedDict()
         self._by_evidence: dict[tuple[str, str, str], dict[tuple[str, str], _Call]] = {}
+        # Instrumentations (scopes) of the remembered spans by (project, service), and how many
+        # spans each: two or more, and the spans of that source are found by their prompts too.
+        self._scopes: dict[tuple[str, str], dict[str, int]] = {}
+        self._kept_chars = 0
         self._count = 0
         self._lock = threading.Lock()
 
@@ -172,8 +207,9 @@ class _Recent:
     def sharing(self, call: _Call) -> list[_Call]:
         """The spans of other traces that share a piece of :meth:`_Call.evidence` with ``call``."""
         with self._lock:
-            found = {key: other for evidence in call.evidence()
-                     for key, other in self._by_evidence.get(evidence, {}).items() if other.trace_id != call.trace_id}
+            evidence = call.evidence(len(self._scopes.get(call.source, ())) > 1)
+            found = {key: other for each in evidence
+                     for key, other in self._by_evidence.get(each, {}).items() if other.trace_id != call.trace_id}
         return list(found.values())
 
     def add(self, calls: list[_Call]) -> None:
@@ -185,23 +221,53 @@ class _Recent:
                 if (before := known.get(call.span_id)) is not None:
                     self._forget(before)
                 known[call.span_id] = call
-                for evidence in call.evidence():
-                    holders = self._by_evidence.setdefault(evidence, {})
-                    holders[(call.trace_id, call.span_id)] = call
-                    if len(holders) > MAX_COMPARED:  # a prompt many send (a health check): its latest only
-                        del holders[next(iter(holders))]
+                self._keep(call)
             while self._count > self.size:
                 _, evicted = self._traces.popitem(last=False)
                 self._count -= len(evicted)
                 for call in evicted.values():
                     self._forget(call)
 
+    def _keep(self, call: _Call) -> None:
+        scopes = self._scopes.setdefault(call.source, {})
+        scopes[call.scope] = scopes.get(call.scope, 0) + 1
+        if len(scopes) == 2 and scopes[call.scope] == 1:  # a second instrumentation: its prompts count now
+            for trace in self._traces.values():
+                for other in trace.values():
+                    if other is not call and other.source == call.source:
+                        self._index(other, True)
+        if call.hashed is None and self._kept_chars + len(call.messages) > REMEMBERED_PROMPT_CHARS:
+            call.prompt  # noqa: B018 - hashed now, so that the text is not kept
+        call.kept_chars = len(call.messages)
+        self._kept_chars += call.kept_chars
+        self._index(call, len(scopes) > 1)
+
+    def _index(self, call: _Call, with_prompt: bool) -> None:
+        evidence = call.evidence(with_prompt)
+        for each in evidence:
+            if each in call.indexed:
+                continue
+            holders = self._by_evidence.setdefault(each, {})
+            holders[(call.trace_id, call.span_id)] = call
+            if len(holders) > MAX_COMPARED:  # a prompt many send (a health check): its latest only
+                del holders[next(iter(holders))]
+        call.indexed = evidence
+
     def _forget(self, call: _Call) -> None:
-        for evidence in call.evidence():
+        for evidence in call.indexed:
             holders = self._by_evidence.get(evidence, {})
             holders.pop((call.trace_id, call.span_id), None)
             if not holders:
                 self._by_evidence.pop(evidence, None)
+        call.indexed = ()
+        self._kept_chars -= call.kept_chars
+        call.kept_chars = 0
+        scopes = self._scopes.get(call.source, {})
+        scopes[call.scope] = scopes.get(call.scope, 1) - 1
+        if scopes[call.scope] <= 0:
+            del scopes[call.scope]
+            if not scopes:
+                self._scopes.pop(call.source, None)
 
 
 _recent = _Recent(REMEMBERED)
@@ -240,7 +306,7 @@ def _call(row: dict[str, Any]) -> _Call | None:
         failed=row["StatusCode"] == "Error",
         response_id=attrs.get(semconv.RESPONSE_ID) or _openinference_response_id(attrs),
         usage=(tokens[0], tokens[1]) if tokens[0] and tokens[1] else None,
-        prompt=prompt_hash(attrs.get(semconv.INPUT_MESSAGES, "")),
+        messages=attrs.get(semconv.INPUT_MESSAGES, ""),
         project=str((row.get("ResourceAttributes") or {}).get(semconv.PROJECT, "")),
         service=str(row.get("ServiceName", "")),
     )

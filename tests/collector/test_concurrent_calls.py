@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from infersight import sdk
 from infersight.collector.alerts._digest import build_digest
+from infersight.collector.ingest import _nesting
 from infersight.collector.ingest._nesting import MAX_COMPARED, _Recent, mark_same_calls
 from infersight.dashboards._report import weekly_data
 from infersight.demo import FakeLLM
@@ -455,7 +456,40 @@ def test_across_traces_the_inner_span_must_be_a_root_and_the_only_candidate():
 
 def test_across_traces_the_memory_stays_bounded_when_everyone_sends_one_prompt():
     recent = _Recent(64)
-    for i in range(1_000):
-        marked(root(f"t{i}", f"s{i}", "oa", start=T0 + i * 10**10, **PROMPT, **USAGE), recent=recent)
+    for i in range(1_000):  # two instrumentations, so the prompt is evidence
+        marked(root(f"t{i}", f"s{i}", ("oa", "lc")[i % 2], start=T0 + i * 10**10, **PROMPT, **USAGE), recent=recent)
     assert len(recent._by_evidence) == 1 and all(len(v) <= MAX_COMPARED for v in recent._by_evidence.values())
     assert sum(len(recent.of_trace(f"t{i}")) for i in range(1_000)) == 64
+
+
+def test_a_prompt_is_hashed_only_once_another_instrumentation_of_its_service_is_seen(monkeypatch):
+    hashed: list[str] = []
+    real = _nesting.prompt_hash
+    monkeypatch.setattr(_nesting, "prompt_hash", lambda text: hashed.append(text) or real(text))
+    recent = _Recent(16)
+    for i in range(5):  # one instrumentation: no prompt can tell its calls apart from another's
+        assert marked(root(f"o{i}", f"s{i}", "oa", start=T0 + 10 + i * 10**10, **PROMPT, **USAGE),
+                      recent=recent) == [None]
+    assert hashed == []
+    client = root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)
+    assert marked(client, recent=recent) == [None]
+    # a framework's span arrives in a later request: the client's prompt, kept as it came, pairs it
+    assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), recent=recent) == [("t2", "c")]
+    assert 0 < len(hashed) <= 7
+
+
+def test_past_the_budget_of_kept_prompts_a_prompt_is_hashed_at_once_and_still_pairs(monkeypatch):
+    monkeypatch.setattr(_nesting, "REMEMBERED_PROMPT_CHARS", 10)
+    recent = _Recent(16)
+    client = root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)
+    assert marked(client, recent=recent) == [None]
+    (call,) = recent.of_trace("t2")
+    assert call.hashed and call.messages == "" and recent._kept_chars == 0
+    assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), recent=recent) == [("t2", "c")]
+
+
+def test_the_prompts_kept_unhashed_leave_with_the_spans_they_belong_to():
+    recent = _Recent(16)
+    for i in range(100):
+        marked(root(f"t{i}", f"s{i}", "oa", start=T0 + i * 10**10, **PROMPT), recent=recent)
+    assert recent._kept_chars == 16 * len(PROMPT["gen_ai.input.messages"])
