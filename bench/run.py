@@ -117,7 +117,7 @@ def ingest_sentence(results: list[ingest.IngestResult]) -> str:
 
 
 def stages_sentence(costs: list[ingest.StageCost]) -> str:
-    decode, spool, insert = ingest.STAGES
+    decode, spool, _lookup, insert, _detect = ingest.STAGES
     plain = [c for c in costs if not c.content]
     small, large = plain[0], plain[-1]
     per_span = sum(large.us_per_span.values())
