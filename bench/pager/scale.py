@@ -9,9 +9,11 @@ older hours only through the cost rule's in-memory hourly history (read once at 
 store holds the last four hours (and the 20 evaluated minutes) at full density (10M spans a week:
 ~1,000 a minute, 60% of them LLM calls, 1,000 Zipf tenants over 40 routes and 8 services) and,
 before them, two weeks of hourly spend per tenant and route (one span per tenant and hour: what
-the history query sums to), plus 100 queue series. Prints the start-up read (``Evaluator.prepare``:
-the collector's alert job runs it half a minute before its first evaluation), the first
-evaluation after it, the steady minutes and the minute after an hour boundary.
+the history query sums to), plus 100 queue replicas reporting every minute over the queue
+rule's day of lookback, each redeployed once under a new instance id. Prints the start-up read
+(``Evaluator.prepare``: the collector's alert job runs it half a minute before its first
+evaluation), the first evaluation after it, the steady minutes and the minute after an hour
+boundary.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infersight.collector.alerts import Evaluator
+from infersight.collector.alerts import Evaluator, QueueRule
 from infersight.collector.store import ChdbStore, encode_rows
 
 NOW = datetime(2026, 11, 18, 14, 50, 30, tzinfo=timezone.utc)
@@ -69,13 +71,21 @@ def recent_rows(rng: np.random.Generator, tenants: int, spans_per_minute: float)
     return ("\n".join(lines) + "\n").encode()
 
 
-def queue_rows() -> list[dict[str, object]]:
+def queue_rows(rng: np.random.Generator) -> list[dict[str, object]]:
+    """100 queue series, one sample a minute over the queue rule's whole lookback (``forget_after``,
+    a day) and the evaluated minutes: the rule reads every series seen in it each minute. Each
+    replica is redeployed once in that day, its old process's last point marked ended and the
+    new one reporting under a new instance id, so the day holds 200 series as a daily deploy makes."""
     rows: list[dict[str, object]] = []
+    first = NOW - QueueRule().forget_after
+    minutes = int((NOW + timedelta(minutes=20) - first).total_seconds() // 60)
     for s in range(100):
-        for m in range(140):
-            ts = NOW - timedelta(minutes=120 - m)
+        deploy = int(rng.integers(60, minutes - 60))
+        for m in range(minutes):
+            ts = first + timedelta(minutes=m)
             rows.append({"project": "big", "service": f"s{s % SERVICES}", "queue": f"q{s % 10}",
-                         "instance": f"i{s}", "ts": f"{ts:%Y-%m-%d %H:%M:%S}", "depth": float((m * 37) % 50)})
+                         "instance": f"i{s}@{int(m >= deploy)}", "instance_label": f"pod i{s}-{int(m >= deploy)}",
+                         "ended": m == deploy - 1, "ts": f"{ts:%Y-%m-%d %H:%M:%S}", "depth": float((m * 37) % 50)})
     return rows
 
 
@@ -95,10 +105,13 @@ def main(argv: list[str] | None = None) -> int:
             store.insert("llm_spans", history_rows(rng, args.tenants))
             recent = recent_rows(rng, args.tenants, spans_per_minute)
             store.insert("llm_spans", recent)
-            store.insert("queue_depth", encode_rows(queue_rows()))
+            queue = queue_rows(rng)
+            for i in range(0, len(queue), 50_000):
+                store.insert("queue_depth", encode_rows(queue[i:i + 50_000]))
             spans = recent.count(b"\n")
             print(f"loaded in {time.perf_counter() - t0:.0f} s: {spans:,} spans at {spans_per_minute:,.0f} a minute "
-                  f"around the evaluated minutes, 2 weeks of hourly history, {args.tenants} tenants", flush=True)
+                  f"around the evaluated minutes, 2 weeks of hourly history, {args.tenants} tenants, "
+                  f"{len(queue):,} queue samples of 200 series over a day", flush=True)
             evaluator = Evaluator(store)
             t0 = time.perf_counter()
             evaluator.prepare(NOW - timedelta(seconds=30))
