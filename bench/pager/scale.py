@@ -3,6 +3,7 @@ evaluator, alone in a fresh embedded store).
 
     .venv/bin/python -m bench.pager.scale                    # ~30 s: ~0.6M rows
     .venv/bin/python -m bench.pager.scale --tenants 50 --spans-per-week 100000   # a quick look
+    .venv/bin/python -m bench.pager.scale --queue-baseline-minutes 140   # the day's queue lookback, in ratio
 
 The rules read the last hour of spans every minute and, once an hour, the hour that just ended;
 older hours only through the cost rule's in-memory hourly history (read once at start). So the
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infersight.collector.alerts import Evaluator, QueueRule
+from infersight.collector.alerts import Evaluator, EvaluatorConfig, QueueRule
 from infersight.collector.store import ChdbStore, encode_rows
 
 NOW = datetime(2026, 11, 18, 14, 50, 30, tzinfo=timezone.utc)
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--spans-per-week", type=float, default=10_000_000,
                         help="density of the last hours and the evaluated minutes")
+    parser.add_argument("--queue-baseline-minutes", type=int, default=0,
+                        help="also run, minute for minute in the same process, an evaluator whose queue rule"
+                             " looks back only this many minutes, and print both steady medians")
     args = parser.parse_args(argv)
     spans_per_minute = args.spans_per_week / (7 * 1440)
     rng = np.random.default_rng(1)
@@ -116,11 +120,26 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             evaluator.prepare(NOW - timedelta(seconds=30))
             prepared = time.perf_counter() - t0
-            took = []
+            baseline = None
+            if args.queue_baseline_minutes:
+                # the same store and minutes, evaluated in turns (the first of each pair alternating): the
+                # ratio of the two is what the queue rule's lookback costs, whatever the machine's load
+                short = QueueRule(forget_after=timedelta(minutes=args.queue_baseline_minutes))
+                baseline = Evaluator(store, config=EvaluatorConfig(queue_rule=short))
+                baseline.prepare(NOW - timedelta(seconds=30))
+            took, took_baseline = [], []
             for m in range(20):  # 14:50:30 .. 15:09:30: one hour boundary
+                if baseline is not None and m % 2:
+                    t0 = time.perf_counter()
+                    baseline.run_once(NOW + timedelta(minutes=m))
+                    took_baseline.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 result = evaluator.run_once(NOW + timedelta(minutes=m))
                 took.append(time.perf_counter() - t0)
+                if baseline is not None and not m % 2:
+                    t0 = time.perf_counter()
+                    baseline.run_once(NOW + timedelta(minutes=m))
+                    took_baseline.append(time.perf_counter() - t0)
             steady = [t for i, t in enumerate(took) if i not in (0, 10)]
             print(f"start-up read (prepare: the hourly history, the usual error ratios): {prepared * 1000:,.0f} ms")
             print(f"first evaluation after it: {took[0] * 1000:,.0f} ms")
@@ -129,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"first minute of a new hour (extends the history): {took[10] * 1000:,.0f} ms")
             print(f"verdicts at the last minute: {len(evaluator.verdicts(NOW + timedelta(minutes=19)))}; "
                   f"pages: {sum(1 for _ in result.active)}")
+            if took_baseline:
+                steady_baseline = [t for i, t in enumerate(took_baseline) if i not in (0, 10)]
+                print(f"queue rule looking back {args.queue_baseline_minutes} min, in turns with the above: steady "
+                      f"median {statistics.median(steady_baseline) * 1000:,.0f} ms; the day's lookback costs "
+                      f"{statistics.median(steady) / statistics.median(steady_baseline):.2f}x it")
         finally:
             store.close()
     return 0
