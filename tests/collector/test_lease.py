@@ -16,7 +16,7 @@ import pytest
 from infersight.collector._counters import Counters
 from infersight.collector._jobs import Clock, Scheduler
 from infersight.collector._server import CollectorProcess
-from infersight.collector.store import ClickHouseStore, Lease
+from infersight.collector.store import Lease
 from infersight.collector.store._lease import Claim, lease_holder
 from tests.conftest import free_port, wait_for
 
@@ -25,13 +25,8 @@ T0 = 1_800_000_000.0
 
 
 @pytest.fixture(params=["chdb", "clickhouse"])
-def backend(request, store, clickhouse_http):
-    if request.param == "chdb":
-        yield store
-    else:
-        server_store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/leases")
-        yield server_store
-        server_store.close()
+def backend(request, store, server_stores):
+    return store if request.param == "chdb" else server_stores("leases")
 
 
 class ManualClock(Clock):
