@@ -99,6 +99,10 @@ class Settings:
             :data:`DETECT_DEADLINE_S` for the default's reason); past it their worker is killed
             and replaced, and the span is stored unanalysed (counted). Needs decode workers:
             with ``decode_workers=0`` the detectors run in the server process, unbounded.
+        lease_ttl_s: how long the lease of the alert evaluator and the judge lasts unless renewed
+            (every third of it; ``None``: ``store.LEASE_TTL_S``, 30 s). A collector that dies
+            without releasing it holds them back this long (and a renewal interval more for its
+            successor to notice); shorter, the collectors write to the store more often.
         stop_bound_s: whole seconds from SIGTERM (or SIGINT) to the end of the process, whatever
             hangs: a deployment whose orchestrator kills sooner sets it below its grace period.
     """
@@ -128,6 +132,7 @@ class Settings:
     ingest_window: IngestWindow = field(default_factory=IngestWindow)
     body_timeout_s: float = 30.0
     detect_deadline_s: float = DETECT_DEADLINE_S
+    lease_ttl_s: float | None = None
     stop_bound_s: int = STOP_BOUND_S
 
     def __post_init__(self) -> None:
@@ -158,6 +163,8 @@ class Settings:
             raise ValueError(f"The 'body_timeout_s' setting must be positive; got {self.body_timeout_s}.")
         if not self.detect_deadline_s > 0:
             raise ValueError(f"The 'detect_deadline_s' setting must be positive; got {self.detect_deadline_s}.")
+        if self.lease_ttl_s is not None and not self.lease_ttl_s > 0:
+            raise ValueError(f"The 'lease_ttl_s' setting must be positive; got {self.lease_ttl_s}.")
         if self.stop_bound_s < 1:
             raise ValueError(f"The 'stop_bound_s' setting must be 1 or more seconds; got {self.stop_bound_s}.")
         if self.spool_max_bytes <= 0:
