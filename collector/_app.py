@@ -16,7 +16,7 @@ from .alerts import router as alerts_router
 from .ingest import Decoder, default_workers
 from .ingest import router as ingest_router
 from .spool import Spool, SpoolWriter
-from .store import ChdbStore, ClickHouseStore, Store
+from .store import LEASE_TTL_S, ChdbStore, ClickHouseStore, Store
 from .web import (
     KEYS_FILE,
     Authenticator,
@@ -74,7 +74,8 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
             app.state.writer.start()
             stack.callback(app.state.writer.stop)
             # One evaluator and one judge per deployment, whichever collector holds the lease.
-            jobs = app.state.jobs = Scheduler(app.state.counters, store=app.state.store)
+            jobs = app.state.jobs = Scheduler(app.state.counters, store=app.state.store,
+                                             lease_ttl_s=settings.lease_ttl_s or LEASE_TTL_S)
             if settings.alerts:
                 alert_job = AlertJob(settings, app.state.store, app.state.spool)
                 jobs.add(AlertJob.name, settings.evaluation_interval_s, alert_job.run, setup=alert_job.setup,

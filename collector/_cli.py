@@ -14,9 +14,10 @@ from infersight.judges import background_options, judge_cli, judge_settings
 
 from ._dead_letters import dead_letters_cli
 from ._keys_cli import keys_cli
-from ._settings import IngestWindow, Settings
+from ._settings import STOP_BOUND_S, IngestWindow, Settings
 from .alerts import alerts_cli, channel_options
 from .errors import InfersightError
+from .store import LEASE_TTL_S
 
 
 @click.group(invoke_without_command=True)
@@ -54,6 +55,12 @@ _DATA_DIR = click.option(
 @click.option("--detect-deadline", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds the inline detectors may spend on one span; past it their worker is replaced and "
                    "the span is stored unanalysed (counted on /metrics).")
+@click.option("--lease-ttl", default=LEASE_TTL_S, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds the lease of the alert evaluator and judge lasts unless renewed: how long collectors "
+                   "sharing a ClickHouse server wait before one takes over from a collector that died.")
+@click.option("--stop-bound", default=STOP_BOUND_S, show_default=True, type=click.IntRange(min=1),
+              help="Seconds from SIGTERM to the end of the process, whatever hangs (keep it under the "
+                   "orchestrator's grace period).")
 @click.option("--no-auth", is_flag=True,
               help="Dev mode: no API keys, no login; everything goes to project 'default'.")
 @click.option("--no-alerts", is_flag=True, help="Do not run the alert evaluator in this process.")
@@ -76,7 +83,7 @@ _DATA_DIR = click.option(
 @background_options
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
               decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, body_timeout: float,
-              detect_deadline: float, no_auth: bool,
+              detect_deadline: float, lease_ttl: float, stop_bound: int, no_auth: bool,
               no_alerts: bool, evaluation_interval: float, slo: float, cost_ratio: float,
               cost_min_excess_share: float, cost_min_excess_usd: float, alertmanager_url: str | None,
               alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
@@ -91,7 +98,7 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead), body_timeout_s=body_timeout,
             detect_deadline_s=detect_deadline, alerts=not no_alerts, slo=slo, cost_ratio=cost_ratio,
             cost_min_excess_share=cost_min_excess_share, cost_min_excess_usd=cost_min_excess_usd,
-            evaluation_interval_s=evaluation_interval,
+            evaluation_interval_s=evaluation_interval, lease_ttl_s=lease_ttl, stop_bound_s=stop_bound,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,
             slack_webhook_url=slack_webhook_url, public_url=public_url,
             clickhouse_url=clickhouse_url, cluster=cluster, judge=judge_settings(judge_options),

@@ -21,18 +21,8 @@ from .errors import PortTaken
 from .store import ChdbStore
 from .web import record_collector_url
 
-STOP_BOUND_S = 30
-"""SIGTERM (or SIGINT) stops the collector within this many seconds, whatever it is doing.
-
-A clean stop takes what its parts are allowed: requests under way :data:`GRACEFUL_S`, the
-background jobs 5 s, the spool writer 5 s of draining and 10 s for an insert under way, the
-workers a few seconds (a stuck detector is killed at once). It normally ends within seconds.
-If a part hangs past its allowance anyway (a store that accepts connections and never answers),
-SIGALRM ends the process at the bound: the spool is durable and the store takes a kill as it
-takes kill -9, so nothing acknowledged is lost.
-"""
-
 GRACEFUL_S = 3
+"""Seconds requests under way may take to finish after the stop signal."""
 
 
 def check_port(host: str, port: int) -> None:
@@ -62,16 +52,21 @@ def check_port(host: str, port: int) -> None:
 class _BoundedServer(uvicorn.Server):
     """uvicorn's server, with the kernel's alarm armed at the first stop signal."""
 
+    def __init__(self, config: uvicorn.Config, stop_bound_s: int) -> None:
+        super().__init__(config)
+        self._stop_bound_s = stop_bound_s
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if not self.should_exit:
             # The default action of SIGALRM ends the process even if no Python code runs again.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(STOP_BOUND_S)
+            signal.alarm(self._stop_bound_s)
         super().handle_exit(sig, frame)
 
 
 def serve(settings: Settings) -> None:
-    """Serve until SIGINT or SIGTERM, then close the store cleanly, within :data:`STOP_BOUND_S`. Blocks.
+    """Serve until SIGINT or SIGTERM, then close the store cleanly, within ``settings.stop_bound_s``
+    (see :data:`._settings.STOP_BOUND_S`). Blocks.
 
     The store opens before uvicorn starts: a locked data directory fails before the port is
     bound, and uvicorn's signal handlers are installed after chDB has set up its own.
@@ -86,7 +81,7 @@ def serve(settings: Settings) -> None:
     app = create_app(settings, store=store)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                             timeout_graceful_shutdown=GRACEFUL_S)
-    server = _BoundedServer(config)
+    server = _BoundedServer(config, settings.stop_bound_s)
     server.run()
     if not server.started:
         sys.exit(3)  # what uvicorn.run does when startup failed

@@ -19,6 +19,17 @@ DETECT_DEADLINE_S = 10.0
 processes leave about a tenth of a core, and honest work must not be killed; a poison span
 costs the spool writer this long plus a worker restart (~1 s)."""
 
+STOP_BOUND_S = 30
+"""The default ``stop_bound_s``: SIGTERM (or SIGINT) stops the collector within this many seconds,
+whatever it is doing (Kubernetes' default grace period, after which the pod is killed anyway).
+
+A clean stop takes what its parts are allowed: requests under way ``_server.GRACEFUL_S``, the
+background jobs 5 s, the spool writer 5 s of draining and 10 s for an insert under way, the
+workers a few seconds (a stuck detector is killed at once). It normally ends within seconds.
+If a part hangs past its allowance anyway (a store that accepts connections and never answers),
+SIGALRM ends the process at the bound: the spool is durable and the store takes a kill as it
+takes kill -9, so nothing acknowledged is lost."""
+
 
 @dataclass(frozen=True, slots=True)
 class IngestWindow:
@@ -88,6 +99,12 @@ class Settings:
             :data:`DETECT_DEADLINE_S` for the default's reason); past it their worker is killed
             and replaced, and the span is stored unanalysed (counted). Needs decode workers:
             with ``decode_workers=0`` the detectors run in the server process, unbounded.
+        lease_ttl_s: how long the lease of the alert evaluator and the judge lasts unless renewed
+            (every third of it; ``None``: ``store.LEASE_TTL_S``, 30 s). A collector that dies
+            without releasing it holds them back this long (and a renewal interval more for its
+            successor to notice); shorter, the collectors write to the store more often.
+        stop_bound_s: whole seconds from SIGTERM (or SIGINT) to the end of the process, whatever
+            hangs: a deployment whose orchestrator kills sooner sets it below its grace period.
     """
 
     data_dir: Path = Path(".infersight")
@@ -115,6 +132,8 @@ class Settings:
     ingest_window: IngestWindow = field(default_factory=IngestWindow)
     body_timeout_s: float = 30.0
     detect_deadline_s: float = DETECT_DEADLINE_S
+    lease_ttl_s: float | None = None
+    stop_bound_s: int = STOP_BOUND_S
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -144,6 +163,10 @@ class Settings:
             raise ValueError(f"The 'body_timeout_s' setting must be positive; got {self.body_timeout_s}.")
         if not self.detect_deadline_s > 0:
             raise ValueError(f"The 'detect_deadline_s' setting must be positive; got {self.detect_deadline_s}.")
+        if self.lease_ttl_s is not None and not self.lease_ttl_s > 0:
+            raise ValueError(f"The 'lease_ttl_s' setting must be positive; got {self.lease_ttl_s}.")
+        if self.stop_bound_s < 1:
+            raise ValueError(f"The 'stop_bound_s' setting must be 1 or more seconds; got {self.stop_bound_s}.")
         if self.spool_max_bytes <= 0:
             raise ValueError(
                 f"The 'spool_max_bytes' setting must be positive; got {self.spool_max_bytes}."

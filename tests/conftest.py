@@ -16,6 +16,7 @@ import pytest
 import uvicorn
 
 from infersight.collector import ChdbStore, StoreError
+from infersight.collector.store import ClickHouseStore
 from infersight.collector.web import ProjectKeys
 from tests import http
 
@@ -199,6 +200,25 @@ def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     process.terminate()
     process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def server_stores(clickhouse_http: str) -> Iterator[Callable[[str], ClickHouseStore]]:
+    """The session's store in database ``name`` of the ClickHouse HTTP endpoint, one per name.
+
+    Opening one applies the schema, 60-odd DDL statements over HTTP (~1-2 s on a loaded
+    machine): tests of a backend share it, and keep apart by writing projects of their own.
+    """
+    opened: dict[str, ClickHouseStore] = {}
+
+    def server_store(name: str) -> ClickHouseStore:
+        if name not in opened:
+            opened[name] = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/{name}")
+        return opened[name]
+
+    yield server_store
+    for store in opened.values():
+        store.close()
 
 
 def _ping(url: str) -> bool:

@@ -279,9 +279,8 @@ def ms(seconds: float | None) -> str:
 def backend(request: pytest.FixtureRequest, store: Store) -> Store:
     if request.param == "chdb":
         return store
-    server = ClickHouseStore(f"http://default:@{request.getfixturevalue('clickhouse_http')[len('http://'):]}/figures")
-    request.addfinalizer(server.close)
-    return server
+    server_store: ClickHouseStore = request.getfixturevalue("server_stores")("figures")
+    return server_store
 
 
 def test_every_surface_shows_the_reference_figures(backend, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -39,11 +40,28 @@ class ChdbStore:
             self._session = session.Session(str(self.data_dir / "clickhouse"))
             self._session.query(f"CREATE DATABASE IF NOT EXISTS {database}")
             self._session.query(f"USE {database}")
-            for statement in _schema.statements():
-                self._session.query(statement)
+            self._apply_schema()
         except Exception as exc:
             self._lock_file.close()
             raise StoreError(f"cannot open the embedded store in {self.data_dir}: {exc}") from exc
+
+    def _apply_schema(self) -> None:
+        # The statements are idempotent, but their 60-odd DDL round trips cost 1-2.5 s an open on
+        # a loaded 2-core machine (every collector restart, every CLI command reading the store).
+        # A marker in the engine's own directory (gone with it) records the schema last applied
+        # and how many tables it left; a table dropped since, or any change to the DDL, applies it all again.
+        statements = _schema.statements()
+        fingerprint = hashlib.sha256("\n;\n".join(statements).encode()).hexdigest()
+        marker = self.data_dir / "clickhouse" / f"schema-{self.database}.txt"
+        if marker.is_file() and marker.read_text() == f"{fingerprint} {self._table_count()}":
+            return
+        for statement in statements:
+            self._session.query(statement)
+        marker.write_text(f"{fingerprint} {self._table_count()}")
+
+    def _table_count(self) -> int:
+        result = self._session.query("SELECT count() FROM system.tables WHERE database = currentDatabase()", "CSV")
+        return int(result.bytes())
 
     def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
         if not rows:

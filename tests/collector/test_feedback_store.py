@@ -10,7 +10,6 @@ import pytest
 
 from infersight.collector import BadRequest
 from infersight.collector.store import (
-    ClickHouseStore,
     encode_rows,
     feedback_judge_agreement,
     feedback_rows,
@@ -26,13 +25,8 @@ SPAN = "cd" * 8
 
 
 @pytest.fixture(params=["chdb", "clickhouse"])
-def backend(request, store, clickhouse_http):
-    if request.param == "chdb":
-        yield store
-    else:
-        server_store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/feedback")
-        yield server_store
-        server_store.close()
+def backend(request, store, server_stores):
+    return store if request.param == "chdb" else server_stores("feedback")
 
 
 def project() -> str:

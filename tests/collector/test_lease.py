@@ -9,6 +9,7 @@ import re
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from infersight.collector._counters import Counters
 from infersight.collector._jobs import Clock, Scheduler
 from infersight.collector._server import CollectorProcess
-from infersight.collector.store import ClickHouseStore, Lease
+from infersight.collector.store import Lease
 from infersight.collector.store._lease import Claim, lease_holder
 from tests.conftest import free_port, wait_for
 
@@ -25,13 +26,8 @@ T0 = 1_800_000_000.0
 
 
 @pytest.fixture(params=["chdb", "clickhouse"])
-def backend(request, store, clickhouse_http):
-    if request.param == "chdb":
-        yield store
-    else:
-        server_store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/leases")
-        yield server_store
-        server_store.close()
+def backend(request, store, server_stores):
+    return store if request.param == "chdb" else server_stores("leases")
 
 
 class ManualClock(Clock):
@@ -156,11 +152,15 @@ def metric(url: str, name: str, job: str) -> int:
 
 def test_two_collectors_on_one_clickhouse_server_evaluate_alerts_once(tmp_path, clickhouse_http):
     url = f"http://default:@{clickhouse_http[len('http://'):]}/lease_{uuid.uuid4().hex[:6]}"
-    args = ("--no-auth", "--clickhouse-url", url, "--evaluation-interval", "0.5")
-    first = CollectorProcess(tmp_path / "a", free_port(), extra_args=args).start()
-    second = CollectorProcess(tmp_path / "b", free_port(), extra_args=args).start()
-    collectors = [first, second]
+    # No decode workers: no span is sent, and each would be one more process to start and stop. A
+    # 6 s lease: the other collector looks for it every 2 s (not 10), with 4 s of slack for a renewal.
+    args = ("--no-auth", "--decode-workers", "0", "--clickhouse-url", url, "--evaluation-interval", "0.5",
+            "--lease-ttl", "6")
+    first, second = collectors = [CollectorProcess(tmp_path / name, free_port(), extra_args=args) for name in "ab"]
     try:
+        with ThreadPoolExecutor(2) as starting:  # the two start-ups overlap (their waits on the store's DDL)
+            list(starting.map(CollectorProcess.start, collectors))
+
         def held() -> list[int]:
             return [metric(c.url, "infersight_job_lease_held", "alerts") for c in collectors]
 

@@ -146,9 +146,8 @@ ATTRIBUTE_SETS = [
 def backend(request: pytest.FixtureRequest, store: Store) -> Store:
     if request.param == "chdb":
         return store
-    server = ClickHouseStore(f"http://default:@{request.getfixturevalue('clickhouse_http')[len('http://'):]}/events")
-    request.addfinalizer(server.close)
-    return server
+    server_store: ClickHouseStore = request.getfixturevalue("server_stores")("events")
+    return server_store
 
 
 def otel_row(project: str, trace_id: str, span_id: str, at_ns: int, attrs: dict[str, str]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from infersight import sdk
 from infersight.collector import StoreError, encode_rows
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import ClickHouseStore, cluster_statements, held_spans
+from infersight.collector.store import cluster_statements, held_spans
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import free_port, wait_for_spans
 
@@ -26,13 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["chdb", "clickhouse"])
-def backend(request, store, clickhouse_http):
-    if request.param == "chdb":
-        yield store
-    else:
-        server_store = ClickHouseStore(f"http://default:@{clickhouse_http[len('http://'):]}/conformance")
-        yield server_store
-        server_store.close()
+def backend(request, store, server_stores):
+    return store if request.param == "chdb" else server_stores("conformance")
 
 
 def project_rows(count: int):

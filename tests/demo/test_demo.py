@@ -42,14 +42,38 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
     return data_dir, done, started
 
 
+class DemoStore:
+    """The demo's store in one child process for every test that reads it; :meth:`release` frees
+    the data directory for a test that needs it (the report, the rerun), and the next reader opens
+    it again. A process each cost one interpreter and chDB start-up per test."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._open: StoreProcess | None = None
+
+    def reader(self) -> StoreProcess:
+        if self._open is None:
+            self._open = StoreProcess(self.data_dir)
+        return self._open
+
+    def release(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+
+@pytest.fixture(scope="module")
+def demo_store(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]) -> Iterator[DemoStore]:
+    keeper = DemoStore(demo_run[0])
+    yield keeper
+    keeper.release()
+
+
 @pytest.fixture
-def stored(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]) -> Iterator[StoreProcess]:
-    """The demo's store, opened for one test (the report and the rerun need the directory free)."""
-    data_dir, done, _ = demo_run
-    assert done.returncode == 0, done.stderr
-    store = StoreProcess(data_dir)
-    yield store
-    store.close()
+def stored(demo_run: tuple[Path, subprocess.CompletedProcess[str], float], demo_store: DemoStore) -> StoreProcess:
+    """The demo's store, open in the module's reader process."""
+    assert demo_run[1].returncode == 0, demo_run[1].stderr
+    return demo_store.reader()
 
 
 def test_the_demo_runs_cleanly(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]):
@@ -149,8 +173,9 @@ def test_live_traffic_is_conversations(stored: StoreProcess):
 
 
 def test_the_weekly_report_has_the_last_complete_week(
-        demo_run: tuple[Path, subprocess.CompletedProcess[str], float], tmp_path: Path):
+        demo_run: tuple[Path, subprocess.CompletedProcess[str], float], demo_store: DemoStore, tmp_path: Path):
     data_dir = demo_run[0]
+    demo_store.release()
     out = tmp_path / "week.html"
     done = subprocess.run([sys.executable, "-m", "infersight.collector._cli", "report", "weekly",
                            "--data-dir", str(data_dir), "--out", str(out)], capture_output=True, text=True,
@@ -159,8 +184,10 @@ def test_the_weekly_report_has_the_last_complete_week(
     assert "support-bot" in out.read_text() or "support.answer" in out.read_text()
 
 
-def test_ctrl_c_ends_a_rerun_quickly_without_tracebacks(demo_run: tuple[Path, subprocess.CompletedProcess[str], float]):
+def test_ctrl_c_ends_a_rerun_quickly_without_tracebacks(demo_run: tuple[Path, subprocess.CompletedProcess[str], float],
+                                                        demo_store: DemoStore):
     data_dir = demo_run[0]
+    demo_store.release()
     process = subprocess.Popen([*DEMO, "--port", str(_free_port()), "--data-dir", str(data_dir)],
                                stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
