@@ -60,6 +60,7 @@ MARKER = "demo-backfill.json"
 
 INGEST_DAYS_BACK = 30
 JUDGE_MODEL = "demo-judge"
+TIMED_FINISH_S = 30.0  # a request under way at the end of a timed run: a streamed answer on a loaded host
 _JUDGE_PRICES = ("--judge-price-input-mtok", "0.15", "--judge-price-output-mtok", "0.6")
 
 
@@ -227,23 +228,29 @@ class Demo:
         _judge_run(url, self._judge.url, *self._window)
         self.echo(f"Dashboard: {url}/   (live traffic until Ctrl-C"
                   + (f" or {self.options.duration_s:.0f} s)" if self.options.duration_s else ")"))
-        if self.options.duration_s is not None:
-            timer = threading.Timer(self.options.duration_s, self.stop.set)
-            timer.daemon = True
-            timer.start()
         per_day = self.options.per_day
         sdk.init(service_name=SUPPORT_BOT.name, endpoint=url, service_version="1.5.0", metrics_interval_s=5)
         llm = start_fake_llm()
         spans = threading.Thread(target=self._search_api_live, args=(url,), name="demo-search-api", daemon=True)
         spans.start()
         try:
-            run_traffic(llm.url, self.stop, lambda t: requests_per_hour(SUPPORT_BOT, t, per_day) / 3600)
+            # A timed run lets its last requests finish (a test reads them); Ctrl-C leaves within ~1 s.
+            run_traffic(llm.url, self.stop, lambda t: requests_per_hour(SUPPORT_BOT, t, per_day) / 3600,
+                        on_start=self._start_timer,
+                        finish_s=1.5 if self.options.duration_s is None else TIMED_FINISH_S)
         finally:
             _ignore_interrupts()
             self.stop.set()
             sdk.shutdown()
             llm.stop()
             spans.join(timeout=2)
+
+    def _start_timer(self) -> None:
+        """``--duration`` counts from the first live request, not from the clients' start-up."""
+        if self.options.duration_s is not None:
+            timer = threading.Timer(self.options.duration_s, self.stop.set)
+            timer.daemon = True
+            timer.start()
 
     def _search_api_live(self, url: str) -> None:
         """``search-api`` keeps its own rate too: its spans for each elapsed ten seconds."""

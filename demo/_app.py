@@ -122,7 +122,8 @@ def _is_json(text: str | None) -> bool:
 
 
 def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float], float], *, workers: int = 4,
-                seed: int = 7, turn_gap_s: float = TURN_GAP_S) -> int:
+                seed: int = 7, turn_gap_s: float = TURN_GAP_S, on_start: Callable[[], None] | None = None,
+                finish_s: float = 1.5) -> int:
     """Queue synthetic requests at ``rate_per_s(now)`` and serve them with ``workers`` threads until
     ``stop`` is set; returns how many were served. Blocks.
 
@@ -132,9 +133,11 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
 
     The arrival rate stays far under what the workers serve (a request takes ~0.5 s, four workers
     serve ~8 a second; the demo asks for a few a minute), so the queue wait stays milliseconds,
-    as in a healthy service. The queue is reported with ``watch_queue``; its series ends cleanly
-    at the SDK's shutdown. Workers are daemon threads that stop on ``stop``: an interrupt never
-    leaves a thread blocked in a request behind.
+    as in a healthy service. ``on_start`` is called once the workers are up, just before the first
+    request (a ``--duration`` counts from there, not from the clients' imports); at ``stop`` the
+    requests under way get ``finish_s`` seconds to end. The queue is reported with
+    ``watch_queue``; its series ends cleanly at the SDK's shutdown. Workers are daemon threads
+    that stop on ``stop``: an interrupt never leaves a thread blocked in a request behind.
     """
     handle = _make_handler(llm_url)
     rng = random.Random(seed)
@@ -164,6 +167,8 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
                for i in range(workers)]
     for t in threads:
         t.start()
+    if on_start is not None:
+        on_start()
     later: list[tuple[float, int, Request]] = []  # (due, tiebreak, turn): the open sessions' next turns
     next_session = time.time()
     order = itertools.count()  # ties in due time go first come, first served
@@ -184,7 +189,7 @@ def run_traffic(llm_url: str, stop: threading.Event, rate_per_s: Callable[[float
             requests.put(request)
     finally:
         stop.set()
-        deadline = time.monotonic() + 1.5  # a request under way takes under a second; daemon threads past it are left
+        deadline = time.monotonic() + finish_s  # daemon threads still in a request past it are left
         for t in threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         watch.stop()

@@ -91,8 +91,9 @@ def test_exit_is_within_a_second_of_the_last_line_whatever_the_collector_does(co
             server.stop()
     # Within a second of the last line, on top of what the same script takes without the SDK's
     # export. A loaded host slows the interpreter's own exit, not the SDK's timers: the margin
-    # grows by the baseline (0.1-0.2 s on a quiet machine, ~0.9 s under eight CPU burners).
-    assert took - baseline <= 1.0 + baseline, (collector, took, baseline, err)
+    # grows with the baseline (0.1-0.2 s on a quiet machine, ~0.9 s under eight CPU burners), and
+    # one measured baseline can fall on a quieter moment than the run it is compared with.
+    assert took - baseline <= 1.0 + 2 * baseline, (collector, took, baseline, err)
     assert int(out["DROPPED"]) > 0  # none reached a collector; each span is counted
     warnings = [line for line in err.splitlines() if line.startswith("infersight:")]
     assert any(says in line for line in warnings), err  # what happened ...
