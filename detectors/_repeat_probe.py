@@ -1,0 +1,112 @@
+"""Cheap checks, at C speed, that let the repetition detector skip text that cannot loop.
+
+Tokenising a tail and scoring its 4-grams costs a Python step per token (~300 µs a KB on a
+loaded machine); most answers repeat nothing, and these checks show it with a byte
+translation and a few substring searches.
+
+Both read the text with whitespace removed. Every non-blank character belongs to exactly one
+token, so the tokens of any stretch, written one after the other, are that stretch of the
+stripped text: a run of tokens repeated with a period of ``p`` tokens is a run of characters
+repeated with a period of ``P`` characters, ``P`` being the length of one copy.
+
+* :func:`may_loop` is a proof for the hard rule on ASCII text. A loop covers at least three
+  copies, or at least ten, or 48 tokens: enough that the last ``_LOOP_PROBE`` characters of
+  the loop (at the end of the text, or before its last token, which the token limit may have
+  cut) appear again one period earlier, ending at least one token before. When they appear
+  nowhere, no loop ends there. With digits deleted as well, the same holds for loops whose
+  copies differ only by counters, provided a copy keeps at least four characters that are not
+  digits or is repeated at least nine times (a copy must hold a letter; shorter ones with fewer
+  copies are kept out of this proof by nothing but their rarity, and the corpora never hold one).
+* :func:`may_repeat` is a screen for the repeat score, which no cheap count bounds: a few
+  probes spread over the part of the tail the score reads, each searched for earlier. Its
+  sizes were chosen on the loop corpora (``tests/detectors/loop_corpus.py``) so that every
+  answer the score flags has at least ``_MIN_HITS`` probes found, with seeds the choice was not
+  made on checked by tests/detectors/test_repeat_probe.py; it is used only at thresholds at
+  least as strict as the one it was checked at.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ASCII blanks; tokens never span them (other text is not screened by may_loop).
+_BLANKS = b" \t\n\r\x0b\x0c"
+_DIGITS = b"0123456789"
+_TOKEN = re.compile(r"\w+|[^\w\s]+")
+# The two last tokens are read from this much of the end; longer ones leave the proof undone.
+_LAST_CHARS = 160
+_LOOP_PROBE = 24
+
+# The screen's probes: this many bytes each, this many of them, spread over this much of the
+# end of the stripped tail (about the last 150 4-grams the score reads).
+_PROBE_BYTES = 24
+_PROBES = 16
+_PROBE_SPAN = 640
+_MIN_HITS = 1
+# The repeat score reads no tail shorter than this many tokens (``_SOFT_MIN_TOKENS`` there).
+_SOFT_MIN_TOKENS = 40
+SCREENED_FROM_THRESHOLD = 0.29
+"""The lowest raw repeat threshold at which :func:`may_repeat` was checked on the corpora."""
+
+
+def may_loop(window: str, max_unit_tokens: int) -> bool:
+    """False only when no token loop can end ``window`` (see the module docstring).
+
+    True means "could": the hard rule must look. Linear, at C speed.
+    """
+    if not window.isascii():
+        return True
+    tail = _TOKEN.findall(window[-_LAST_CHARS:])
+    if len(tail) < 3 or len(tail[-1]) + len(tail[-2]) > _LAST_CHARS // 2:
+        return True
+    last, before = tail[-1].encode(), tail[-2].encode()
+    # A copy holds at most max_unit_tokens tokens, so it lies within that many blank-separated
+    # chunks (and one more, for the cut last token): its stripped length is at most theirs.
+    chunks = window.rsplit(None, max_unit_tokens + 2)
+    longest = len(window) - len(chunks[0]) if len(chunks) > max_unit_tokens + 2 else len(window)
+    raw = window.encode().translate(None, _BLANKS)
+    if _ends_in_repeat(raw, last, before, longest):
+        return True
+    bare = raw.translate(None, _DIGITS)
+    return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), longest)
+
+
+def _ends_in_repeat(stripped: bytes, last: bytes, before: bytes, longest: int) -> bool:
+    """Whether a run repeated with some period ``P`` (at least three copies) can end the text,
+    or end it before its last token: for ``P`` under ``_LOOP_PROBE // 2``, the last ``2P``
+    bytes equal the ``2P`` before them shifted by ``P``; for longer periods, the last
+    ``_LOOP_PROBE`` bytes (at most ``2P``) appear again ending ``P`` bytes earlier, and so at
+    least as early as one copy, which holds the run's last token, is long, and no earlier than
+    ``longest``, the most a copy can be."""
+    short = _LOOP_PROBE // 2
+    for end, token in ((len(stripped), last), (len(stripped) - len(last), before)):
+        if end < _LOOP_PROBE + short or not token:
+            return True
+        tail = stripped[end - 3 * short : end]
+        for period in range(max(1, len(token)), short):
+            if tail[-2 * period :] == tail[-3 * period : -period]:
+                return True
+        shift = max(short, len(token))
+        if stripped.find(stripped[end - _LOOP_PROBE : end], max(0, end - longest - _LOOP_PROBE), end - shift) >= 0:
+            return True
+    return False
+
+
+def may_repeat(prose: str) -> bool:
+    """False when the end of ``prose`` says nothing again that it said before, as far as the
+    probes see: the repeat score then stays below ``SCREENED_FROM_THRESHOLD``."""
+    stripped = prose.encode("utf-8", "surrogatepass").translate(None, _BLANKS + _DIGITS)
+    size = len(stripped)
+    if size < _SOFT_MIN_TOKENS:
+        return False  # fewer tokens than the score reads: a token is at least one byte
+    lo = max(0, size - _PROBE_SPAN)
+    if size - lo < _PROBE_BYTES * 2:
+        return True
+    hits = 0
+    for i in range(_PROBES):
+        at = lo + (size - lo - _PROBE_BYTES) * i // (_PROBES - 1)
+        if stripped.find(stripped[at : at + _PROBE_BYTES], 0, at + _PROBE_BYTES - 1) >= 0:
+            hits += 1
+            if hits >= _MIN_HITS:
+                return True
+    return False
