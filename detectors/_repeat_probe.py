@@ -56,40 +56,72 @@ def may_loop(window: str, max_unit_tokens: int) -> bool:
     """
     if not window.isascii():
         return True
-    tail = _TOKEN.findall(window[-_LAST_CHARS:])
-    if len(tail) < 3 or len(tail[-1]) + len(tail[-2]) > _LAST_CHARS // 2:
+    last_two = _last_two_tokens(window)
+    if last_two is None:
         return True
-    last, before = tail[-1].encode(), tail[-2].encode()
-    # A copy holds at most max_unit_tokens tokens, so it lies within that many blank-separated
-    # chunks (and one more, for the cut last token): its stripped length is at most theirs.
-    chunks = window.rsplit(None, max_unit_tokens + 2)
-    longest = len(window) - len(chunks[0]) if len(chunks) > max_unit_tokens + 2 else len(window)
+    before, last = last_two
     raw = window.encode().translate(None, _BLANKS)
-    if _ends_in_repeat(raw, last, before, longest):
+    # A copy holds at most max_unit_tokens tokens, so it lies within that many blank-separated
+    # chunks (and one more, for a cut last token): its stripped length is at most theirs.
+    # Counted only when a probe is found, which ordinary text seldom does.
+    bound = _CopyBound(window, max_unit_tokens + 2)
+    if _ends_in_repeat(raw, last, before, bound):
         return True
     bare = raw.translate(None, _DIGITS)
-    return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), longest)
+    return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), bound)
 
 
-def _ends_in_repeat(stripped: bytes, last: bytes, before: bytes, longest: int) -> bool:
+def _last_two_tokens(window: str) -> tuple[bytes, bytes] | None:
+    """The last two tokens of ASCII ``window``, read from its last two blank-separated chunks;
+    None when those are too long to read cheaply."""
+    chunks = window[-_LAST_CHARS:].rsplit(None, 2)
+    if len(chunks) < 3:
+        return None  # a chunk as long as the slice: the tokens may be longer still
+    tokens = _TOKEN.findall(chunks[-2] + " " + chunks[-1])  # whole chunks: a blank is before them
+    if len(tokens) < 2:
+        return None
+    return tokens[-2].encode(), tokens[-1].encode()
+
+
+class _CopyBound:
+    """The most bytes one copy of a loop's unit can hold, counted once, when first asked."""
+
+    def __init__(self, window: str, chunks: int) -> None:
+        self.window, self.chunks, self.value = window, chunks, -1
+
+    def __call__(self) -> int:
+        if self.value < 0:
+            parts = self.window.rsplit(None, self.chunks)
+            self.value = len(self.window) - len(parts[0]) if len(parts) > self.chunks else len(self.window)
+        return self.value
+
+
+def _ends_in_repeat(stripped: bytes, last: bytes, before: bytes, longest: _CopyBound) -> bool:
     """Whether a run repeated with some period ``P`` (at least three copies) can end the text,
     or end it before its last token: for ``P`` under ``_LOOP_PROBE // 2``, the last ``2P``
     bytes equal the ``2P`` before them shifted by ``P``; for longer periods, the last
     ``_LOOP_PROBE`` bytes (at most ``2P``) appear again ending ``P`` bytes earlier, and so at
     least as early as one copy, which holds the run's last token, is long, and no earlier than
-    ``longest``, the most a copy can be."""
+    ``longest()``, the most a copy can be."""
     short = _LOOP_PROBE // 2
     for end, token in ((len(stripped), last), (len(stripped) - len(last), before)):
         if end < _LOOP_PROBE + short or not token:
             return True
-        tail = stripped[end - 3 * short : end]
-        for period in range(max(1, len(token)), short):
-            if tail[-2 * period :] == tail[-3 * period : -period]:
-                return True
-        shift = max(short, len(token))
-        if stripped.find(stripped[end - _LOOP_PROBE : end], max(0, end - longest - _LOOP_PROBE), end - shift) >= 0:
+        if len(token) < short and _short_period(stripped[end - 3 * short : end], len(token), short):
+            return True
+        at = stripped.rfind(stripped[end - _LOOP_PROBE : end], 0, end - max(short, len(token)))
+        if at >= 0 and at + _LOOP_PROBE >= end - longest():
             return True
     return False
+
+
+def _short_period(tail: bytes, shortest: int, short: int) -> bool:
+    """Whether ``tail`` ends in three copies of a unit of ``shortest`` to ``short - 1`` bytes."""
+    # Such a run repeats its last two bytes one period earlier: one search rules most text out.
+    size = len(tail)
+    if tail.find(tail[-2:], size - 1 - short, size - max(1, shortest)) < 0:
+        return False
+    return any(tail[-2 * p :] == tail[-3 * p : -p] for p in range(max(1, shortest), short))
 
 
 def may_repeat(prose: str) -> bool:
