@@ -49,8 +49,9 @@ SCREENED_FROM_THRESHOLD = 0.29
 """The lowest raw repeat threshold at which :func:`may_repeat` was checked on the corpora."""
 
 
-def may_loop(window: str, max_unit_tokens: int) -> bool:
-    """False only when no token loop can end ``window`` (see the module docstring).
+def may_loop(window: str, max_unit_tokens: int, counters: bool = True) -> bool:
+    """False only when no token loop can end ``window`` (see the module docstring); with
+    ``counters`` False, only loops whose copies are equal (the hard rule reads JSON and code so).
 
     True means "could": the hard rule must look. Linear, at C speed.
     """
@@ -67,6 +68,8 @@ def may_loop(window: str, max_unit_tokens: int) -> bool:
     bound = _CopyBound(window, max_unit_tokens + 2)
     if _ends_in_repeat(raw, last, before, bound):
         return True
+    if not counters:
+        return False
     bare = raw.translate(None, _DIGITS)
     return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), bound)
 

@@ -177,12 +177,15 @@ class RepetitionDetector:
         window = text[-self.tail_chars :]
         raw_tokens: list[str] | None = None
         # The probes cost a few µs; tokenising is what they save on text that cannot loop.
-        if may_loop(window, self.max_unit_tokens):
+        expect_json = bool(span.expect_json)
+        # Not _counters_allowed here: it counts fences over the whole answer, and the probe may
+        # look for a counted loop where the rule will not.
+        if may_loop(window, self.max_unit_tokens, not expect_json):
             raw_tokens = _tokens(window)
-            loop = self._hard(text, window, raw_tokens, bool(span.expect_json))
+            loop = self._hard(text, window, raw_tokens, expect_json)
             if loop is not None:
                 return [loop]
-        if span.expect_json:
+        if expect_json:
             return []
         prose = _prose_tail(text, self.tail_chars)
         if self.threshold >= SCREENED_FROM_THRESHOLD and not may_repeat(prose):

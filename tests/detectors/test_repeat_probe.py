@@ -28,7 +28,7 @@ def unscreened(monkeypatch):
 
     def run(texts: list[str], **span: object) -> list[list[tuple[str, float, str]]]:
         with monkeypatch.context() as patch:
-            patch.setattr(repetition, "may_loop", lambda window, max_unit_tokens: True)
+            patch.setattr(repetition, "may_loop", lambda window, max_unit_tokens, counters: True)
             patch.setattr(repetition, "may_repeat", lambda prose: True)
             return [detections(text, **span) for text in texts]
 
@@ -82,13 +82,14 @@ def looping_texts(draw: st.DrawFn) -> str:
     return text + rng.choice(_BLANKS) + rng.choice(_WORDS) if draw(st.booleans()) else text
 
 
-@given(looping_texts())
+@given(looping_texts(), st.booleans())
 @settings(max_examples=600, deadline=None)
-def test_the_loop_probe_says_look_wherever_the_hard_rule_finds_a_loop(text):
+def test_the_loop_probe_says_look_wherever_the_hard_rule_finds_a_loop(text, expect_json):
     window = text[-detector.tail_chars :]
     tokens = repetition._tokens(window)
-    if detector._hard(text, window, tokens, False) is not None:
-        assert may_loop(window, detector.max_unit_tokens)
+    if detector._hard(text, window, tokens, expect_json) is not None:
+        counters = not expect_json and repetition._counters_allowed(text, window)
+        assert may_loop(window, detector.max_unit_tokens, counters)
 
 
 @given(st.text(alphabet="ab .!1\n", max_size=300))
