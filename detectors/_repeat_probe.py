@@ -75,12 +75,14 @@ def may_loop(window: str, max_unit_tokens: int, counters: bool = True) -> bool:
 
 
 def _last_two_tokens(window: str) -> tuple[bytes, bytes] | None:
-    """The last two tokens of ASCII ``window``, read from its last two blank-separated chunks;
-    None when those are too long to read cheaply."""
-    chunks = window[-_LAST_CHARS:].rsplit(None, 2)
-    if len(chunks) < 3:
-        return None  # a chunk as long as the slice: the tokens may be longer still
-    tokens = _TOKEN.findall(chunks[-2] + " " + chunks[-1])  # whole chunks: a blank is before them
+    """The last two tokens of ASCII ``window``; the one before the last may be only its end,
+    when it is longer than ``_LAST_CHARS`` (a long JSON string), which still bounds a copy's
+    length from below. None when the last token alone is that long."""
+    tail = window[-_LAST_CHARS:]
+    chunks = tail.rsplit(None, 2)
+    if len(chunks) == 3:  # whole chunks, a blank before them: tokens never span a blank
+        tail = chunks[1] + " " + chunks[2]
+    tokens = _TOKEN.findall(tail)
     if len(tokens) < 2:
         return None
     return tokens[-2].encode(), tokens[-1].encode()
