@@ -101,10 +101,10 @@ def _sized(unit: Callable[[int], str], size: int) -> str:
 
 def _outputs(size: int) -> dict[str, SpanText]:
     prose = _sized(lambda i: _SENTENCES[(i * 7) % len(_SENTENCES)] + (" " if i % 5 else "\n\n"), size)
-    records = json.dumps([{"id": i, "name": f"item {i}", "tags": ["a", "b"], "price": i * 1.5, "ok": i % 2 == 0}
-                          for i in range(size // 40 + 1)])
-    # Valid JSON of exactly ``size`` bytes: pad the last string.
-    records = json.dumps({"items": json.loads(records), "pad": ""})
+    # Valid JSON of exactly ``size`` bytes: as many ~80-byte records as fit, the last string padded.
+    items = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "price": i * 1.5, "ok": i % 2 == 0}
+             for i in range(size // 90)]
+    records = json.dumps({"items": items, "pad": ""})
     records = records[:-2] + "x" * max(0, size - len(records)) + '"}'
     loop = _sized(lambda i: "Let me check the logs again to see what happened. ", size)
     return {

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from ._base import Detection, SpanText, check_param, output_text_of, positive_int
+from ._repeat_probe import SCREENED_FROM_THRESHOLD, may_loop, may_repeat
 
 # CJK and kana have no spaces between words: one token per character keeps units comparable
 # in size with space-separated languages.
@@ -174,15 +175,23 @@ class RepetitionDetector:
         """Return one ``repetition.loop`` or ``repetition.suspect`` detection, or nothing."""
         text = output_text_of(span)
         window = text[-self.tail_chars :]
-        raw_tokens = _tokens(window)
-        loop = self._hard(text, window, raw_tokens, bool(span.expect_json))
-        if loop is not None:
-            return [loop]
-        if span.expect_json:
+        raw_tokens: list[str] | None = None
+        # The probes cost a few µs; tokenising is what they save on text that cannot loop.
+        expect_json = bool(span.expect_json)
+        # Not _counters_allowed here: it counts fences over the whole answer, and the probe may
+        # look for a counted loop where the rule will not.
+        if may_loop(window, self.max_unit_tokens, not expect_json):
+            raw_tokens = _tokens(window)
+            loop = self._hard(text, window, raw_tokens, expect_json)
+            if loop is not None:
+                return [loop]
+        if expect_json:
             return []
         prose = _prose_tail(text, self.tail_chars)
+        if self.threshold >= SCREENED_FROM_THRESHOLD and not may_repeat(prose):
+            return []
         # A tail of plain prose is its own prose tail: tokenise it once, not twice.
-        suspect = self._soft(raw_tokens if prose == window else _tokens(prose))
+        suspect = self._soft(raw_tokens if raw_tokens is not None and prose == window else _tokens(prose))
         return [suspect] if suspect is not None else []
 
     # -- hard rule ---------------------------------------------------------------------------

@@ -202,7 +202,9 @@ def test_slices_parse_like_json_loads(value, data):
             text = text[:at] + text[at + 1 :]
         else:
             text = text[:at]
-    expected = _parse(text)
+    expected = _parse(text, keep_value=True)
+    # Without a value wanted, orjson may answer first: the same verdict.
+    assert _parse(text).ok == expected.ok
     for step in (1, 2, 3):
         sliced = _parse_deep(text, step)
         assert sliced.ok == expected.ok, (text, step, sliced, expected)
