@@ -5,7 +5,11 @@ in batches, so the materialized views fill llm_spans, llm_span_extras and the ro
 production), plus detections, judge scores and alerts; then serves every page through the
 real app (in-process ASGI client) and prints median and worst times per page and range.
 
-    python bench/dashboards.py [--spans 1000000] [--repeat 5] [--days 8]
+    python bench/dashboards.py [--spans 1000000] [--repeat 5] [--days 8] [--only search] [--against COMMIT]
+
+``--only search`` serves only the text-search rows; ``--against COMMIT`` serves the search rows
+a second time, interleaved run by run, with the trace search (``collector/store/_trace_search.py``)
+of another commit, so the two are compared on the same data under the same load.
 
 Spans: three per trace (retrieval, rerank, chat) over the last ``--days`` days; 3 services,
 6 routes, 20 tenants, 4 chat models, 2 app versions, 5,000 users, 3% errors. Target: every
@@ -15,7 +19,9 @@ page under 300 ms.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,6 +105,23 @@ FROM llm_spans WHERE project = {project:String} AND operation = 'chat' AND cityH
 """
 
 PAGES = ["/", "/latency", "/cost", "/quality", "/alerts", "/traces"]
+SEARCH = "/traces?q=refund+order+4242"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def search_of(commit: str) -> object:
+    """``find_traces`` as ``commit`` wrote it, loaded beside the current one (same package, so its
+    relative imports resolve to today's store; only the search itself is the other commit's)."""
+    source = subprocess.run(["git", "show", f"{commit}:collector/store/_trace_search.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    name = "infersight.collector.store._trace_search_" + commit.replace("-", "_").replace("~", "_")
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "infersight.collector.store"
+    sys.modules[name] = module
+    exec(compile(source, f"{commit}:_trace_search.py", "exec"), module.__dict__)
+    return module.find_traces
 
 
 def load(store: object, spans: int, days: float, batch: int = 250_000) -> float:
@@ -126,6 +149,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-merge", action="store_true",
                         help="measure right after loading, before the rollups' parts are merged")
+    parser.add_argument("--only", choices=["search"], help="serve only the text-search rows")
+    parser.add_argument("--against", metavar="COMMIT", help="also serve the search rows with this commit's search")
     args = parser.parse_args()
 
     from fastapi.testclient import TestClient
@@ -159,33 +184,45 @@ def main() -> None:
         app = create_app(Settings(data_dir=Path(tmp), auth=False, alerts=False, project=PROJECT), store=store)
         trace_id = original("SELECT trace_id FROM llm_spans WHERE project = {p:String} ORDER BY ts DESC LIMIT 1",
                             {"p": PROJECT})[0]["trace_id"]
-        targets = [(path, rng) for rng in ("1h", "24h", "7d") for path in PAGES]
-        targets += [("/traces?q=refund+order+4242", "24h"), ("/traces?q=refund+order+4242", "7d"),
-                    (f"/traces/{trace_id}", None)]
+        targets = [] if args.only else [(path, rng) for rng in ("1h", "24h", "7d") for path in PAGES]
+        targets += [(SEARCH, "24h"), (SEARCH, "7d")]
+        targets += [] if args.only else [(f"/traces/{trace_id}", None)]
+        from infersight.dashboards import _traces
+
+        searches = {"": _traces.find_traces}
+        if args.against:
+            searches[f" @{args.against}"] = search_of(args.against)
         rows = []
         with TestClient(app) as client:
             for path, rng in targets:
                 url = path if rng is None else path + ("&" if "?" in path else "?") + f"range={rng}"
                 if path == "/" and rng is not None:
                     url = f"/?range={rng}"
-                client.get(url)  # warm up: first use of each query shape
-                times, per_query = [], []
+                variants = searches if path == SEARCH else {"": searches[""]}
+                measured: dict[str, tuple[list[float], list[tuple[int, float]]]] = {v: ([], []) for v in variants}
+                for search in variants.values():
+                    _traces.find_traces = search  # type: ignore[attr-defined]
+                    client.get(url)  # warm up: first use of each query shape
                 for _ in range(args.repeat):
-                    queries.clear()
-                    t0 = time.perf_counter()
-                    response = client.get(url)
-                    times.append(time.perf_counter() - t0)
-                    per_query.append((len(queries), sum(queries)))
-                    assert response.status_code == 200, (url, response.status_code)
-                n, spent = per_query[-1]
-                rows.append((url, statistics.median(times) * 1e3, max(times) * 1e3, n, spent * 1e3))
+                    for variant, search in variants.items():  # interleaved: both see the same load
+                        _traces.find_traces = search  # type: ignore[attr-defined]
+                        queries.clear()
+                        t0 = time.perf_counter()
+                        response = client.get(url)
+                        measured[variant][0].append(time.perf_counter() - t0)
+                        measured[variant][1].append((len(queries), sum(queries)))
+                        assert response.status_code == 200, (url, response.status_code)
+                _traces.find_traces = searches[""]  # type: ignore[attr-defined]
+                for variant, (times, per_query) in measured.items():
+                    n, spent = per_query[-1]
+                    rows.append((url + variant, statistics.median(times) * 1e3, max(times) * 1e3, n, spent * 1e3))
         store.query = original  # type: ignore[method-assign]
         print(f"\n{args.spans:,} GenAI spans over {args.days:g} days; {args.repeat} runs per page after one warm-up\n")
-        print(f"| {'page':<40} | {'median ms':>9} | {'max ms':>7} | {'queries':>7} | {'in store ms':>11} |")
-        print(f"|{'-' * 42}|{'-' * 11}|{'-' * 9}|{'-' * 9}|{'-' * 13}|")
+        print(f"| {'page':<48} | {'median ms':>9} | {'max ms':>7} | {'queries':>7} | {'in store ms':>11} |")
+        print(f"|{'-' * 50}|{'-' * 11}|{'-' * 9}|{'-' * 9}|{'-' * 13}|")
         for url, median, worst, n, spent in rows:
             flag = "" if median < 300 else "  <-- over 300 ms"
-            print(f"| {url:<40} | {median:>9.0f} | {worst:>7.0f} | {n:>7} | {spent:>11.0f} |{flag}")
+            print(f"| {url:<48} | {median:>9.0f} | {worst:>7.0f} | {n:>7} | {spent:>11.0f} |{flag}")
         store.close()
 
 

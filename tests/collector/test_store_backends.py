@@ -158,3 +158,15 @@ def test_held_spans_finds_the_stored_ones_in_the_project_and_time_range(backend)
     assert held_spans(backend, asked, (now - 3600 * 10**9, now)) == set(asked[:3])
     assert held_spans(backend, [("elsewhere", trace_id, span_ids[0])], (now - 3600 * 10**9, now)) == set()
     assert held_spans(backend, asked, (now - 7200 * 10**9, now - 3600 * 10**9)) == set()  # another hour
+
+
+def test_held_spans_asked_for_a_whole_request_of_traces_answers(backend):
+    """512 spans of 512 traces (one OTLP request of the SDK's): the trace ids pass 4 KB, which
+    clickhouse-connect sends as a multipart form instead of the URL, as a server accepts them."""
+    project, rows, span_ids = project_rows(3)
+    backend.insert("otel_traces", rows)
+    (trace_id,) = {json.loads(line)["TraceId"] for line in rows.splitlines()}
+    now = time.time_ns()
+    asked = [(project, trace_id, span_id) for span_id in span_ids]
+    asked += [(project, f"{i:032x}", f"{i:016x}") for i in range(1, 510)]
+    assert held_spans(backend, asked, (now - 3600 * 10**9, now)) == set(asked[:3])
