@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -495,20 +496,29 @@ def queryable(c: Collector, rate: float, seconds: float, batch: int, drain_timeo
         out.append(float("inf") if seen is None else seen - at)
     return out
 
+T = TypeVar("T")
 
-def compare_queryable(collectors: list[str], rate: float, seconds: float, rounds: int) -> str:
-    """Ack -> queryable at ``rate`` for each collector build (an ``infersight`` script), run in
-    turns (A B A B ...) so the machine's load falls on each alike."""
-    got: dict[str, list[float]] = {path: [] for path in collectors}
+def _in_turns(collectors: list[str], rounds: int, run: Callable[[Collector], T]) -> dict[str, list[T]]:
+    """``run`` on each collector build (an ``infersight`` script) in turns, A B A B ..., each on a
+    fresh data directory, so the machine's load falls on each alike."""
+    got: dict[str, list[T]] = {path: [] for path in collectors}
     for _ in range(rounds):
         for path in collectors:
             data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
             collector = Collector(data_dir, infersight=path)
             try:
-                got[path] += queryable(collector, rate, seconds, 512, 120.0)
+                got[path].append(run(collector))
             finally:
                 collector.close()
                 shutil.rmtree(data_dir, ignore_errors=True)
+    return got
+
+
+def compare_queryable(collectors: list[str], rate: float, seconds: float, rounds: int) -> str:
+    """Ack -> queryable at ``rate`` for each collector build (an ``infersight`` script), run in
+    turns (A B A B ...) so the machine's load falls on each alike."""
+    got = {path: [x for one in runs for x in one]
+           for path, runs in _in_turns(collectors, rounds, lambda c: queryable(c, rate, seconds, 512, 120.0)).items()}
     lines = [f"Ack -> queryable at {rate:,.0f} spans/s with content, 512 spans/request, {CLIENT_THREADS} threads, "
              f"{rounds} x {seconds:.0f} s each, in turns",
              "", "| collector | requests | p50 s | p99 s | worst s |", "|---|---:|---:|---:|---:|"]
@@ -524,16 +534,7 @@ def compare_load(collectors: list[str], content: bool, seconds: float, rounds: i
     build (an ``infersight`` script), in turns (A B A B ...) on a fresh data directory each, so
     the machine's load falls on each alike. CPU per acknowledged span, by place, is the figure a
     busy host moves least; rates are given beside it."""
-    got: dict[str, list[IngestResult]] = {path: [] for path in collectors}
-    for _ in range(rounds):
-        for path in collectors:
-            data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
-            collector = Collector(data_dir, infersight=path)
-            try:
-                got[path].append(load(collector, 512, seconds, 600_000, 120.0, content))
-            finally:
-                collector.close()
-                shutil.rmtree(data_dir, ignore_errors=True)
+    got = _in_turns(collectors, rounds, lambda c: load(c, 512, seconds, 600_000, 120.0, content))
     lines = [f"512 spans/request, {'with' if content else 'without'} content, {CLIENT_THREADS} threads, "
              f"{rounds} x {seconds:.0f} s each, in turns; CPU in µs per acknowledged span (median of the rounds)",
              "", "| collector | acked spans/s | stored spans/s end to end | ack -> stored, worst s | all stored | "
