@@ -65,7 +65,9 @@ def test_a_session_from_one_collector_works_on_the_other_until_logout_there(depl
     url, start = deployment
     one, two = start("one"), start("two")
     key = keys("create", "--project", "shared", "--role", "read", "--clickhouse-url", url).strip()
-    assert wait_for(lambda: summary_status(one, key) == 200)
+    # Each collector reads new keys from the store every few seconds: the session is made on one
+    # once the other has read the key too, as a user's next request would find it.
+    assert wait_for(lambda: summary_status(one, key) == 200 and summary_status(two, key) == 200)
     login = http.post(f"{one.url}/login", data={"key": key}, headers={"origin": one.url})
     assert login.status_code == 303
     cookies = {"infersight_session": login.cookies["infersight_session"]}

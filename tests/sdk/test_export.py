@@ -77,18 +77,19 @@ def _ask_many(n: int) -> None:
 
 
 def test_shutdown_keeps_waiting_while_the_collector_answers(caplog):
-    # 2,000 spans in 4 batches, each answered after 0.2 s: 0.8 s in all, longer than any fixed
-    # short bound, and every answer well within the 0.5 s a request may go unanswered at exit.
-    server = OtlpServer(delay_s=0.2)
+    # 5,000 spans in 10 batches, each answered after 0.1 s: 1 s in all, longer than any fixed
+    # short bound, and every answer well within the 0.5 s a request may go unanswered at exit
+    # (0.4 s to spare for decoding on a busy machine: 0.2 s answers left 0.3, and one ran out).
+    server = OtlpServer(delay_s=0.1)
     dropped = sdk.failure_count("spans_dropped")
     try:
         sdk.init(service_name="t", endpoint=server.url, meter_provider=_no_metrics())
-        _ask_many(2000)
+        _ask_many(5000)
         with caplog.at_level(logging.WARNING, logger="infersight.sdk"):
             sdk.shutdown()
     finally:
         server.stop()
-    assert len(server.spans) == 2000 and server.trace_requests == 4
+    assert len(server.spans) == 5000 and server.trace_requests == 10
     assert sdk.failure_count("spans_dropped") == dropped
     assert not [r for r in caplog.records if "not exported" in r.getMessage()]
 
