@@ -1,13 +1,13 @@
-"""Run every benchmark, print the tables and rewrite BENCHMARKS.md with them.
+"""Run the SDK, stream, peer and ingest benchmarks, print their tables and write them to a file.
 
-    make bench                          # full run (~2-3 min), rewrites its sections of BENCHMARKS.md
-    .venv/bin/python bench/run.py --quick               # shorter run, prints only
-    .venv/bin/python bench/run.py --quick --output X.md # shorter run, written to X.md
+    make bench                                   # full run (~2-3 min), written to bench/results/latest.md
+    .venv/bin/python bench/run.py --quick        # shorter run, same file
+    .venv/bin/python bench/run.py --output X.md  # written to X.md
 
-It writes the sections "SDK overhead per call" and "Collector ingest" of BENCHMARKS.md (each with
-the command, machine, date and commit of the run) and keeps every other section as it is. A quick
-run does not overwrite BENCHMARKS.md by default: its numbers are noisier than the committed ones
-and should not replace them by accident.
+The file holds the sections "SDK overhead per call" and "Collector ingest" with the command,
+machine, date and commit of the run. It never rewrites BENCHMARKS.md: the sections there also hold
+side-by-side comparisons and readings made with other commands, which a rewrite would drop; what a
+run changes is copied there by hand, with its facts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import argparse
 import importlib.metadata
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
@@ -182,30 +181,6 @@ the decode workers, the server process's Python threads, chDB's insert pipeline 
 """
 
 
-# The sections this script writes; the others come from other scripts, pasted by hand, and a
-# rewrite keeps them, as it keeps the file's head.
-_OWN_SECTIONS = ("## SDK overhead per call", "## Collector ingest")
-
-
-def write(output: Path, text: str) -> None:
-    """Put ``text`` (this script's sections) in ``output`` where its sections were, keeping the rest."""
-    head, sections = "# Benchmarks\n\n", []
-    if output.exists():
-        head, *sections = re.split(r"(?m)^(?=## )", output.read_text())
-    at = next((i for i, section in enumerate(sections) if section.startswith(_OWN_SECTIONS)), 0)
-    kept = [section for section in sections if not section.startswith(_OWN_SECTIONS)]
-    kept.insert(min(at, len(kept)), text.rstrip("\n") + "\n\n")
-    output.write_text(head + "".join(kept).rstrip("\n") + "\n")
-
-
-def replace_ingest(output: Path, section: str) -> None:
-    """Replace only the ingest section of ``output`` (from its heading to the next ``## ``)."""
-    old = output.read_text()
-    start = old.index("## Collector ingest")
-    end = old.find("\n## ", start + 1)
-    output.write_text(old[:start] + section.rstrip("\n") + "\n" + (old[end:] if end >= 0 else ""))
-
-
 def render(command: str, quick: bool, info: list[tuple[str, str]], overhead: sdk_overhead.OverheadResult,
            prof: sdk_overhead.Profile, streams: list[stream_overhead.StreamResult], peer_rows: list[dict],
            loads: list[ingest.IngestResult], stages: list[ingest.StageCost] | str) -> str:
@@ -268,15 +243,15 @@ infersight decorator also extracts usage, prices the call and captures the (empt
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Run the infersight benchmarks.")
-    parser.add_argument("--quick", action="store_true", help="shorter run (~40 s); prints only unless --output")
+    parser.add_argument("--quick", action="store_true", help="shorter run (~40 s)")
     parser.add_argument("--peers-python", default=None,
                         help="Interpreter with langfuse and traceloop-sdk for bench/peers.py (default: this one)")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="Markdown file to write (default: BENCHMARKS.md on full runs)")
-    parser.add_argument("--only", choices=("ingest",), default=None,
-                        help="run only the ingest benchmark and replace only its section of the output")
+    parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "latest.md",
+                        help="Markdown file to write (default: bench/results/latest.md, not tracked)")
+    parser.add_argument("--only", choices=("ingest",), default=None, help="run only the ingest benchmark")
     args = parser.parse_args()
-    output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
+    output: Path = args.output
+    output.parent.mkdir(parents=True, exist_ok=True)
     # Under make, MAKELEVEL is set; otherwise record the command actually typed.
     command = (
         "make bench" if os.environ.get("MAKELEVEL") else " ".join([".venv/bin/python", "bench/run.py", *sys.argv[1:]])
@@ -296,9 +271,8 @@ def main() -> None:
     peer_rows = peers.run(args.quick, args.peers_python)
     print(peers.format_table(peer_rows), "\n", flush=True)
     loads, stages = _run_ingest(args.quick)
-    if output is not None:
-        write(output, render(command, args.quick, info, overhead, prof, streams, peer_rows, loads, stages))
-        print(f"wrote {output}")
+    output.write_text(render(command, args.quick, info, overhead, prof, streams, peer_rows, loads, stages))
+    print(f"wrote {output}")
     print(f"total {time.monotonic() - started:.0f} s")
 
 
@@ -315,15 +289,13 @@ def _run_ingest(quick: bool) -> tuple[list[ingest.IngestResult], list[ingest.Sta
     return loads, stages
 
 
-def _ingest_only(quick: bool, output: Path | None, command: str, info: list[tuple[str, str]], started: float) -> None:
+def _ingest_only(quick: bool, output: Path, command: str, info: list[tuple[str, str]], started: float) -> None:
     loads, stages = _run_ingest(quick)
-    if output is not None:
-        facts = dict(info)
-        note = (f"This section was rerun on its own (`{command}`) on {facts['date']}, git {facts['git']}, "
-                f"{facts['CPUs (nproc)']} CPUs, load average at start {facts['load average at start (1, 5, 15 min)']}; "
-                "the machine table of the SDK section belongs to that section.\n\n")
-        replace_ingest(output, ingest_section(loads, stages, note))
-        print(f"wrote the ingest section of {output}")
+    facts = dict(info)
+    note = (f"Run on its own (`{command}`) on {facts['date']}, git {facts['git']}, "
+            f"{facts['CPUs (nproc)']} CPUs, load average at start {facts['load average at start (1, 5, 15 min)']}.\n\n")
+    output.write_text(ingest_section(loads, stages, note))
+    print(f"wrote {output}")
     print(f"total {time.monotonic() - started:.0f} s")
 
 
