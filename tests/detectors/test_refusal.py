@@ -149,5 +149,6 @@ def test_the_whole_answer_is_read_in_linear_time():
         return best
 
     small, large = cost(unit * 64), cost(unit * 64 * 64)
-    assert large < small * 64 * 4
+    # 16x to spare for a busy machine (at a load of 8 it took 4.1x): quadratic work would be 64x.
+    assert large < small * 64 * 16
     assert labels(SpanText(output_text=unit * 4096 + "Sorry, I can't do that.")) == ["refusal.partial"]
