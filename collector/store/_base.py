@@ -30,6 +30,24 @@ def encode_rows(rows: Iterable[Mapping[str, Any]], *, limit_bytes: int | None = 
     return bytes(out)
 
 
+def decode_rows(data: bytes) -> list[dict[str, Any]]:
+    """The rows of a JSONEachRow answer, as both backends' ``query`` return them.
+
+    One document of all rows, parsed by orjson: a parse per row costs ~10 us of call overhead
+    each (a start-up read of 700k history rows spent 5 s in it), and orjson with the rows
+    joined in one ``replace`` takes about half the standard parser's time. ClickHouse quotes
+    64-bit integers and the schema holds no wider ones (orjson would read those as floats);
+    what orjson refuses goes to the standard parser, which reads it or raises as it did.
+    """
+    # JSON escapes a newline within a string, so each raw one ends a row
+    document = b"[" + data.strip(b"\n").replace(b"\n", b",") + b"]"
+    try:
+        rows: list[dict[str, Any]] = orjson.loads(document)
+    except orjson.JSONDecodeError:
+        rows = json.loads(document)
+    return rows
+
+
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _TOKEN = re.compile(r"^[0-9a-f]{1,128}$")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import re
 import threading
@@ -14,7 +13,7 @@ from typing import IO, Any
 
 from ..errors import DataDirLocked, StoreError
 from . import _schema
-from ._base import insert_error, insert_settings, query_error
+from ._base import decode_rows, insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -105,9 +104,7 @@ class ChdbStore:
                 result = self._session.query(sql, "JSONEachRow", params=bound)
             except Exception as exc:
                 raise query_error(exc) from exc
-        # one document of all rows: a parse per row costs ~10 us of call overhead each (a start-up
-        # read of 700k history rows spent 5 s in it)
-        return list(json.loads(b"[" + b",".join(line for line in result.bytes().splitlines() if line) + b"]"))
+        return decode_rows(result.bytes())
 
     def close(self) -> None:
         with self._lock:

@@ -7,7 +7,6 @@ with Replicated tables and Distributed tables for reads and writes (see ``_schem
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import StoreError
 from . import _schema
-from ._base import insert_error, insert_settings, query_error
+from ._base import decode_rows, insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -77,7 +76,7 @@ class ClickHouseStore:
             data = self._client.raw_query(sql, parameters=bound, fmt="JSONEachRow")
         except Exception as exc:
             raise query_error(exc) from exc
-        return [json.loads(line) for line in data.splitlines() if line]
+        return decode_rows(data)
 
     def close(self) -> None:
         self._client.close()

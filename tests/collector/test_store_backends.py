@@ -149,6 +149,17 @@ def test_text_values_arrive_exactly_as_given(backend):
         assert (row["echoed"], row["null"]) == (value, 0), value
 
 
+def test_query_rows_come_back_whole_and_exact(backend):
+    # Rows are read as one document: a newline inside a value must not split a row, and numbers
+    # keep their exact value (64-bit integers as ClickHouse sends them, quoted).
+    rows = backend.query(
+        "SELECT number AS n, concat('a\\n', toString(number), 'é') AS text, toUInt64(18446744073709551615) AS big,"
+        " 0.1 + number AS x FROM numbers(3) ORDER BY n")
+    assert [(int(r["n"]), r["text"], int(r["big"]), r["x"]) for r in rows] == [
+        (i, f"a\n{i}\u00e9", 2**64 - 1, 0.1 + i) for i in range(3)]
+    assert backend.query("SELECT 1 AS one WHERE 0") == []
+
+
 def test_held_spans_finds_the_stored_ones_in_the_project_and_time_range(backend):
     project, rows, span_ids = project_rows(3)
     backend.insert("otel_traces", rows)
