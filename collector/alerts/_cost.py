@@ -333,7 +333,9 @@ class CostRule:
 
 def _hours_from(origin: datetime, hours: Iterable[datetime]) -> np.ndarray:
     """Whole hours from ``origin`` to each of ``hours``."""
-    at = np.fromiter((h.timestamp() for h in hours), float)
+    # map over the C method, not a generator: at a new hour this runs over every key's 3 weeks
+    # of hours (378,000 at 1,000 tenants), and the generator's frames were two thirds of it
+    at = np.fromiter(map(datetime.timestamp, hours), float)
     return ((at - origin.timestamp()) // 3600).astype(np.int64)
 
 
