@@ -72,6 +72,8 @@ def may_loop(window: str, max_unit_tokens: int, counters: bool = True) -> bool:
     if not counters:
         return False
     bare = raw.translate(None, _DIGITS)
+    if len(bare) == len(raw):
+        return False  # no digits: the same bytes, the same answer as above
     return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), bound)
 
 
