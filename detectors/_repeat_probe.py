@@ -149,10 +149,10 @@ def may_repeat(prose: str) -> bool:
     lo = max(0, size - _PROBE_SPAN)
     if size - lo < _PROBE_BYTES * 2:
         return True
-    hits = 0
+    hits, spread, find = 0, size - lo - _PROBE_BYTES, stripped.find
     for i in range(_PROBES):
-        at = lo + (size - lo - _PROBE_BYTES) * i // (_PROBES - 1)
-        if stripped.find(stripped[at : at + _PROBE_BYTES], 0, at + _PROBE_BYTES - 1) >= 0:
+        at = lo + spread * i // (_PROBES - 1)
+        if find(stripped[at : at + _PROBE_BYTES], 0, at + _PROBE_BYTES - 1) >= 0:
             hits += 1
             if hits >= _MIN_HITS:
                 return True
