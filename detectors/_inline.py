@@ -46,8 +46,9 @@ def run_inline(
     for detector in BUILTIN_DETECTORS if detectors is None else detectors:
         try:
             result = detector.detect(span)
-            if not isinstance(result, list) or not all(
-                isinstance(item, Detection) for item in result
+            # Most spans find nothing: an empty list is checked without a generator.
+            if not isinstance(result, list) or (
+                result and not all(isinstance(item, Detection) for item in result)
             ):
                 raise TypeError(f"detect() returned {type(result).__name__}, not list[Detection]")
         except Exception as exc:  # noqa: BLE001 - the contract says never raise

@@ -35,6 +35,7 @@ from ._refusal_phrases import (
     REACH_CHARS,
     TAIL_CHARS,
     WORD_ANCHOR,
+    WORD_ANCHOR_ASCII,
     WORD_ANCHORS,
     WORD_STARTS,
 )
@@ -133,13 +134,15 @@ def _phrase_matches(text: str) -> list[re.Match[str]]:
     # Blanks before the first word and for line breaks: every anchor word then follows a blank
     # (tabs, seldom before a word of prose, are left), and the one pattern can start with a
     # literal the engine looks for at C speed.
+    ascii_only = text.isascii()
     anchors: dict[str, list[int]] = {}
-    for hit in WORD_ANCHOR.finditer(" " + lower.replace("\n", " ")):
+    scan = WORD_ANCHOR_ASCII if ascii_only else WORD_ANCHOR
+    for hit in scan.finditer(" " + lower.replace("\n", " ")):
         at = hit.start()  # the word's place in ``lower``: one blank put in front, one skipped
         lang, context = WORD_ANCHORS[hit.group(1)]
         if context is None or context.match(lower, at):
             anchors.setdefault(lang, []).append(at)
-    if not text.isascii():
+    if not ascii_only:
         for hit in CJK_ANCHOR.finditer(lower):
             anchors.setdefault(CJK_ANCHORS[hit.group()], []).append(hit.start())
     found: list[re.Match[str]] = []

@@ -27,7 +27,10 @@ repeated with a period of ``P`` characters, ``P`` being the length of one copy.
 
 from __future__ import annotations
 
+import functools
+import operator
 import string
+from collections.abc import Callable
 
 # ASCII blanks, as ``\\s`` and ``str.split`` read them (the four separators included);
 # tokens never span them. Other text is not screened by may_loop.
@@ -46,6 +49,8 @@ _PROBE_SPAN = 640
 _MIN_HITS = 1
 # The repeat score reads no tail shorter than this many tokens (``_SOFT_MIN_TOKENS`` there).
 _SOFT_MIN_TOKENS = 40
+_ZEROS = (0,) * _PROBES
+_IS_FOUND = (-1).__lt__
 SCREENED_FROM_THRESHOLD = 0.29
 """The lowest raw repeat threshold at which :func:`may_repeat` was checked on the corpora."""
 
@@ -72,6 +77,8 @@ def may_loop(window: str, max_unit_tokens: int, counters: bool = True) -> bool:
     if not counters:
         return False
     bare = raw.translate(None, _DIGITS)
+    if len(bare) == len(raw):
+        return False  # no digits: the same bytes, the same answer as above
     return _ends_in_repeat(bare, last.translate(None, _DIGITS), before.translate(None, _DIGITS), bound)
 
 
@@ -147,11 +154,17 @@ def may_repeat(prose: str) -> bool:
     lo = max(0, size - _PROBE_SPAN)
     if size - lo < _PROBE_BYTES * 2:
         return True
-    hits = 0
-    for i in range(_PROBES):
-        at = lo + (size - lo - _PROBE_BYTES) * i // (_PROBES - 1)
-        if stripped.find(stripped[at : at + _PROBE_BYTES], 0, at + _PROBE_BYTES - 1) >= 0:
-            hits += 1
-            if hits >= _MIN_HITS:
-                return True
-    return False
+    cut, ends = _probe_plan(size - lo)
+    # All probes cut out in one call and searched through map: no bytecode per probe.
+    found = map(stripped.find, cut(stripped), _ZEROS, ends)
+    return sum(map(_IS_FOUND, found)) >= _MIN_HITS
+
+
+@functools.cache  # one entry per span: at most _PROBE_SPAN + 1
+def _probe_plan(span: int) -> tuple[Callable[[bytes], tuple[bytes, ...]], tuple[int, ...]]:
+    """Where the probes lie in the last ``span`` bytes, counted from the end (so one plan
+    serves every text): a getter that cuts them all out, and where each search must stop so
+    that only a start before the probe's own counts."""
+    starts = [(span - _PROBE_BYTES) * i // (_PROBES - 1) - span for i in range(_PROBES)]
+    cut = operator.itemgetter(*(slice(at, at + _PROBE_BYTES or None) for at in starts))
+    return cut, tuple(at + _PROBE_BYTES - 1 for at in starts)

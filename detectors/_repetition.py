@@ -46,6 +46,9 @@ _LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,3}[.)])\s+(.*)")
 _SENTENCE_END = re.compile(r"[.!?。！？]+")
 _JSON_MEMBER = re.compile(r'"[^"]*"\s*:')
 _FENCE = ("```", "~~~")
+# What a line _prose_tail drops starts with, once stripped (digits aside): a line starting
+# otherwise is kept, whatever follows.
+_SHAPE_HEADS = frozenset("`~|{}[]\"-*+•")
 # Code and tables at the end can hide the prose before them: this much of the end is searched.
 _PROSE_SCAN_CHARS = 16_000
 
@@ -426,9 +429,12 @@ def _prose_tail(text: str, limit: int) -> str:
         return ""  # the whole answer is JSON (or an attempt at it)
     scan_from = max(0, len(text) - _PROSE_SCAN_CHARS)
     in_fence = text.count("```", 0, scan_from) % 2 == 1
+    scanned = text[scan_from:]
+    if not in_fence and _all_prose(scanned):
+        return scanned[-limit:]  # every line kept
     seen_items: set[str] = set()
     kept: list[str] = []
-    for line in text[scan_from:].splitlines(keepends=True):
+    for line in scanned.splitlines(keepends=True):
         stripped = line.strip()
         if stripped.startswith(_FENCE):
             in_fence = not in_fence
@@ -449,3 +455,19 @@ def _prose_tail(text: str, limit: int) -> str:
                 continue
         kept.append(line)
     return "".join(kept)[-limit:]
+
+
+def _all_prose(text: str) -> bool:
+    """False when a line of ``text`` may be code, a table, JSON or a list item.
+
+    A look at each line's first character, without the regular expressions the full pass
+    runs per line: a third of the time on plain paragraphs, the usual answer.
+    """
+    # One character is found at memchr speed, three characters at about 0.7 µs per KB.
+    if "|" in text or ("`" in text and "```" in text) or ("~" in text and "~~~" in text):
+        return False
+    for line in text.splitlines():
+        head = line.lstrip()[:1]
+        if head in _SHAPE_HEADS or head.isdecimal():  # isdecimal: what ``\d`` reads
+            return False
+    return True

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.detectors import RepetitionDetector, SpanText
+from infersight.detectors import _repetition as repetition
 from infersight.detectors._repetition import _TOKEN, _tokens
 
 from .loop_corpus import prose
@@ -163,3 +164,23 @@ def test_fast_tokeniser_on_json_takes_the_one_pass_path():
     record = '{"id": 17, "name": "Ada", "tags": ["x", "y"], "ok": true}, '
     text = "[" + record * 40 + "]"
     assert _tokens(text) == _TOKEN.findall(text)
+
+
+# The prose tail's shortcut (every line kept) must give what the line-by-line pass gives:
+# fences, pipes, JSON members, bullets and numbered items, anywhere on a line, after any blank.
+_LINE_PARTS = ["ab", " ", "\n", "\t", "\r\n", "\u2028", "\x1c", "- ", "* ", "• ", "12. ", "3)", "٣. ", '"k": ',
+               '"a"', "{", "]", "|", "`", "```", "~~~", "~", "x.", "\n\n"]
+
+
+@given(st.lists(st.sampled_from(_LINE_PARTS), max_size=40))
+@settings(max_examples=600, deadline=None)
+def test_the_prose_tail_shortcut_keeps_what_the_line_pass_keeps(parts):
+    text = "".join(parts)
+    for limit in (2400, 7):
+        fast = repetition._prose_tail(text, limit)
+        real = repetition._all_prose
+        repetition._all_prose = lambda _text: False
+        try:
+            assert fast == repetition._prose_tail(text, limit)
+        finally:
+            repetition._all_prose = real
