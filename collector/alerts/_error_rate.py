@@ -42,7 +42,10 @@ Creep, judged when there is no outage; fires when all of these hold:
    the hour; divided by ``creep_short_alpha_divisor`` (10) over the shorter windows, as more of
    them slide past in an hour), and the errors are spread like the calls: no
    ``creep_spread_minutes`` (15) hold a share of the errors more than ``creep_spread_excess``
-   (0.4) above their share of the calls.
+   (0.4) above their share of the calls;
+5. at least ``min_failed_requests`` (5) requests failed since its first minute: on a service
+   of a call every few minutes one request retried six times (a retry storm) is the hour's
+   errors, in a minute too large a share of the calls to count as a burst, and it is not a creep.
 
 A creep whose last ``outage_window_minutes`` failed at ``outage_ratio`` or more is an outage the
 outage test doubted (its spread): it fires as an outage, and is dated as one.
@@ -202,6 +205,8 @@ class ErrorRateRule:
         kind = OUTAGE
         if first is None:
             kind, first = CREEP, self._creep_onset(calls, errors, usual, now, memory.paged_until)
+            if first is not None and _failed(w)[first:].sum() < self.min_failed_requests:
+                first = None
             if first is not None and self._outage_like(calls, errors):
                 # a creep test that found calls failing at an outage's ratio found an outage (one
                 # whose spread the outage test doubted): said so, and dated from its own onset,
@@ -217,7 +222,7 @@ class ErrorRateRule:
         """The outage's first bucket, or ``None`` without an outage (the module's outage list)."""
         window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
         n, e = calls[window].sum(), errors[window].sum()
-        failed = (w.failed_requests if w.failed_requests is not None else w.errors)[window].astype(float)
+        failed = _failed(w)[window].astype(float)
         if (e and e / n >= self.outage_ratio and _tail(e, n, usual) <= self.alpha
                 and failed.sum() >= self.min_failed_requests
                 and _outlasts_burst(calls[window], errors[window], failed, usual, self.burst_alpha,
@@ -310,6 +315,11 @@ class ErrorRateRule:
         start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
         return error_alert(labels, kind == OUTAGE, n, e, tr, usual, since, now)
+
+
+def _failed(w: ServiceWindow) -> np.ndarray:
+    """The window's failed requests per bucket (its errors where it does not count them)."""
+    return w.failed_requests if w.failed_requests is not None else w.errors
 
 
 def error_alert(labels: dict[str, str], outage: bool, calls: int, errors: int, transient: int, usual: float,

@@ -109,6 +109,22 @@ def test_a_bursts_retries_at_night_are_not_a_creep():
     assert verdict is not None and verdict.state != BREACH
 
 
+def test_one_request_retried_at_night_is_neither_a_creep_nor_an_outage():
+    # A summariser at night, four calls in the hour, usual 0.51%: one request fails and its
+    # client retries it five times within the minute, 6 errors of 6 calls. The minute holds
+    # most of the hour's calls, so it is not left out as a burst, and its errors made a creep,
+    # dated as an outage (a page seen in a replay of generator b, seed 202).
+    calls, errors, failed = np.zeros(BUCKETS), np.zeros(BUCKETS), np.zeros(BUCKETS)
+    calls[6 * np.array([10, 25, 45, 52])] = 1.0
+    calls[-1], errors[-1], failed[-1] = 6.0, 6.0, 1.0
+    rule = ErrorRateRule()
+    verdict = rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors, failed), 0.0051, T0)
+    assert verdict is not None and verdict.state != BREACH
+    # five requests failing there, each retried, page
+    failed[-1] = 5.0
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors, failed), 0.0051, T0).state == BREACH
+
+
 def test_an_outage_resolves_through_stray_errors_after_its_end():
     # 20 calls a minute, usual 0.3%; a 30% outage ended 6 minutes ago, and since then one error
     # every 3 minutes: twice the usual ratio, but not beyond chance
