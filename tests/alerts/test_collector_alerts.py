@@ -25,8 +25,8 @@ from .receiver import Receiver
 def test_error_spike_pages_through_the_running_collector(tmp_path):
     receiver = Receiver()
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(
-        "--no-auth", "--evaluation-interval", "0.5", "--alert-webhook-url", receiver.url + "/hook",
-        "--public-url", "https://obs.example.com",
+        "--no-auth", "--decode-workers", "0", "--evaluation-interval", "0.5",
+        "--alert-webhook-url", receiver.url + "/hook", "--public-url", "https://obs.example.com",
     )).start()
     try:
         sdk.init(service_name="checkout", endpoint=process.url,

@@ -316,7 +316,8 @@ def test_forms_refuse_other_sites(collector):
 def test_a_running_collector_holds_a_silenced_page_and_sends_it_when_the_silence_is_deleted(tmp_path):
     receiver = Receiver()
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(
-        "--no-auth", "--evaluation-interval", "0.5", "--alert-webhook-url", receiver.url + "/hook",
+        "--no-auth", "--decode-workers", "0", "--evaluation-interval", "0.5",
+        "--alert-webhook-url", receiver.url + "/hook",
     )).start()
     try:
         ends = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()

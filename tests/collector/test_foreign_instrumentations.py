@@ -30,7 +30,10 @@ def price(i: int, o: int) -> float:
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory) -> Iterator[CollectorProcess]:
-    process = CollectorProcess(tmp_path_factory.mktemp("foreign") / "data", free_port(), extra_args=("--no-auth",))
+    # How spans map onto columns is the point, the same code in a decode worker or the server
+    # process: decoding in the server process spares the module a worker to spawn and stop.
+    process = CollectorProcess(tmp_path_factory.mktemp("foreign") / "data", free_port(),
+                               extra_args=("--no-auth", "--decode-workers", "0", "--no-alerts"))
     yield process.start()
     process.stop()
 

@@ -21,6 +21,9 @@ from tests.conftest import free_port
 
 JSON = {"content-type": "application/json"}
 LIMIT = 64 * 1024
+# The limits are the server's, before any decoding: the processes below decode in the server
+# process (no decode worker to start and stop) and evaluate no alert.
+INLINE = ("--no-auth", "--decode-workers", "0", "--no-alerts")
 
 
 @pytest.fixture
@@ -47,7 +50,7 @@ def test_a_body_over_the_limit_is_refused(client, path):
 def test_a_huge_chunked_body_is_answered_413_long_before_it_has_been_sent(tmp_path):
     # Over a real socket: the server stops reading at the limit (1 MiB here) and answers, while
     # the client still has most of its 256 MiB to send.
-    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--max-body-mib", "1")).start()
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(*INLINE, "--max-body-mib", "1")).start()
     sent = 0
     try:
         with socket.create_connection(("127.0.0.1", process.port), timeout=60) as conn:
@@ -139,7 +142,7 @@ def test_a_store_outage_is_a_503_with_retry_after_on_the_api_and_a_banner_on_pag
 
 def test_a_body_that_stops_arriving_is_answered_408(tmp_path):
     # Half a request must not hold a connection (and its buffered bytes) forever.
-    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--body-timeout", "1")).start()
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(*INLINE, "--body-timeout", "1")).start()
     try:
         with socket.create_connection(("127.0.0.1", process.port), timeout=60) as conn:
             conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -181,7 +184,7 @@ def _answer_until_closed(conn: socket.socket) -> bytes:
 def test_a_body_over_the_limit_gets_its_413_whatever_the_framing_never_a_reset(tmp_path):
     # Over a real socket, because the reset is TCP's: a server that closes with part of the body
     # unread resets the connection, and the reset can destroy the 413 before the client reads it.
-    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--max-body-mib", "1")).start()
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(*INLINE, "--max-body-mib", "1")).start()
     head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     body = b" " * (8 << 20)  # more than the socket buffers hold: the server has to read it
     chunked = b"".join(b"%x\r\n%s\r\n" % (65536, body[:65536]) for _ in range(128)) + b"0\r\n\r\n"

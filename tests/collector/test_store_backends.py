@@ -102,7 +102,8 @@ def test_errors_are_store_errors(backend):
 
 def test_collector_on_a_clickhouse_server_end_to_end(tmp_path, clickhouse_http):
     url = f"http://default:@{clickhouse_http[len('http://'):]}/e2e_{uuid.uuid4().hex[:6]}"
-    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=("--no-auth", "--clickhouse-url", url)).start()
+    process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(
+        "--no-auth", "--decode-workers", "0", "--no-alerts", "--clickhouse-url", url)).start()
     try:
         sdk.init(service_name="svc", endpoint=process.url,
                  tracer_provider=TracerProvider(resource=Resource.create({"service.name": "svc"})))

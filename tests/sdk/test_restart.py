@@ -9,13 +9,17 @@ from infersight.collector._server import CollectorProcess
 from tests import http
 from tests.conftest import free_port, wait_for
 
+# The SDK's side of an outage is the point: the collector decodes in its server process (no
+# decode worker to spawn and stop) and evaluates no alert.
+COLLECTOR = ("--no-auth", "--decode-workers", "0", "--no-alerts")
+
 
 def test_an_outage_longer_than_the_exporters_retries_loses_no_span(tmp_path):
     # 100 spans a second; the collector is away for 6 s, longer than one export's own retries
     # (5 s), after which a stock batch processor drops the batch. The SDK keeps it and tries again.
     port = free_port()
     data_dir = tmp_path / "data"
-    collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+    collector = CollectorProcess(data_dir, port, extra_args=COLLECTOR).start()
 
     @sdk.traced_llm(provider="openai", model="gpt-4o-mini")
     def ask(messages):
@@ -35,7 +39,7 @@ def test_an_outage_longer_than_the_exporters_retries_loses_no_span(tmp_path):
         sent = emit(0.5)
         collector.stop()
         sent += emit(6.0)
-        collector = CollectorProcess(data_dir, port, extra_args=("--no-auth",)).start()
+        collector = CollectorProcess(data_dir, port, extra_args=COLLECTOR).start()
         sent += emit(0.5)
         assert sdk.force_flush(30_000)
         stored = wait_for(lambda: (n := http.get(f"{collector.url}/api/v1/summary").json()["llm_calls"]) >= sent
