@@ -102,7 +102,10 @@ def test_the_session_view_is_the_conversation_in_order(conversations):
     assert page.status_code == 200
     assert HOSTILE not in page.text and "&lt;script&gt;alert(" in page.text
     assert page.text.index("turn 0 question") < page.text.index("turn 1 answer") < page.text.index("turn 2 question")
-    link = f'/traces/{chat[1].trace_id}?at={chat[1].start_ns // NS}'
+    # at the turn's first LLM span, which starts after the trace's retrieval: a second later than
+    # the trace when the retrieval crosses a second
+    assert 0 <= data["conversation"][1]["start_ns"] - chat[1].start_ns < NS
+    link = f'/traces/{chat[1].trace_id}?at={data["conversation"][1]["start_ns"] // NS}'
     assert f'href="{link}"' in page.text
     followed = dash.client.get(link)  # a trace read near a time (it once asked for fromUnixts64Nano)
     assert followed.status_code == 200 and "turn 1 answer" in followed.text
