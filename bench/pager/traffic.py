@@ -247,11 +247,16 @@ class Traffic:
             p = max(p, float(self.mods.error_floor[service][minute]))
         return p
 
+    def _model_of(self, route: str, t: datetime, model: str) -> str:
+        """The model a call of ``route`` at ``t`` uses: the incidents' model change, else ``model``."""
+        minute = min(int((t - START).total_seconds() // 60), total_minutes() - 1)
+        if route in self.mods.route_model and self.mods.route_model[route][0][minute]:
+            return self.mods.route_model[route][1]
+        return model
+
     def _llm_with_retries(self, rng: np.random.Generator, t: datetime, trace: str, service: str, provider: str,
                           model: str, tenant: str, route: str, lines: list[str]) -> None:
-        minute = int((t - START).total_seconds() // 60)
-        if route in self.mods.route_model and self.mods.route_model[route][0][min(minute, total_minutes() - 1)]:
-            model = self.mods.route_model[route][1]
+        model = self._model_of(route, t, model)
         for attempt in range(3):
             minute = min(int((t - START).total_seconds() // 60), total_minutes() - 1)
             failed = rng.random() < self._error_prob(service, provider, minute)

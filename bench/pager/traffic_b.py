@@ -83,6 +83,7 @@ class TrafficB(pt.Traffic):
 
     def _llm_with_retries(self, rng: np.random.Generator, t: datetime, trace: str, service: str, provider: str,
                           model: str, tenant: str, route: str, lines: list[str]) -> None:
+        model = self._model_of(route, t, model)
         for attempt in range(6):
             minute = min(int((t - pt.START).total_seconds() // 60), pt.total_minutes() - 1)
             failed = rng.random() < self._error_prob(service, provider, minute)

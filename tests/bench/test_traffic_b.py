@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
+
+from bench.pager import incidents as pi
 from bench.pager import traffic as pt
 from bench.pager.traffic_b import BATCH_TENANT, SEEDS, TrafficB
 
@@ -34,3 +37,18 @@ def test_long_sessions_are_single_traces_and_the_batch_tenant_runs_at_night():
     assert max(traces.values()) >= 40  # a session of 1-4 hours, a step every 1-2 minutes
     batch_hours = Counter(s["ts"][11:13] for s in spans if s["tenant"] == BATCH_TENANT)
     assert set(batch_hours) == {"01"}
+
+
+@pytest.mark.parametrize("make", [pt.Traffic, TrafficB], ids=["a", "b"])
+def test_both_shapes_carry_the_model_change_of_the_incident_week(make):
+    # generator b draws its calls with its own retry loop, which once left the model change out:
+    # the incident it was scored on never happened
+    (change,) = [i for i in pi.LIBRARY if i.name.startswith("10x pricier")]
+    day = (change.onset - pt.START).days
+    traffic = make("i", SEEDS[0] if make is TrafficB else 1, 0.05, pi.modifiers())
+    spans = [json.loads(line) for line in traffic.day_rows(day).splitlines()]
+    during = [s for s in spans if s.get("route") == change.target and s.get("operation") == "chat"
+              and change.onset.strftime("%Y-%m-%d %H:%M") <= s["ts"][:16] < change.end.strftime("%Y-%m-%d %H:%M")]
+    assert during and {s["request_model"] for s in during} == {"claude-opus"}
+    normal = make("n", SEEDS[0] if make is TrafficB else 1, 0.05)
+    assert "claude-opus" not in {json.loads(line).get("request_model") for line in normal.day_rows(day).splitlines()}
