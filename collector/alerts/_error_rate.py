@@ -44,7 +44,7 @@ Creep, judged when there is no outage; fires when all of these hold:
    ``creep_spread_minutes`` (15) hold a share of the errors more than ``creep_spread_excess``
    (0.4) above their share of the calls;
 5. at least ``min_failed_requests`` (5) requests failed since its first minute: on a service
-   of a call every few minutes one request retried six times (a retry storm) is the hour's
+   of a call every few minutes one request tried six times (a retry storm) is the hour's
    errors, in a minute too large a share of the calls to count as a burst, and it is not a creep.
 
 A creep whose last ``outage_window_minutes`` failed at ``outage_ratio`` or more is an outage the
