@@ -45,6 +45,11 @@ def wait_for(check: Callable[[], object], timeout_s: float = 60.0, interval_s: f
         time.sleep(interval_s)
 
 
+# A collector process for tests about anything but decoding in workers or alerts: it decodes
+# in its server process (no worker to spawn and stop, ~1 s a process) and evaluates no alert.
+LEAN_COLLECTOR = ("--decode-workers", "0", "--no-alerts")
+
+
 def wait_for_spans(url: str, count: int, headers: dict[str, str] | None = None, since: str = "1h") -> dict:
     """The ``/api/v1/summary`` once it counts ``count`` spans (or the last one after a timeout)."""
     last: dict = {}

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from infersight.collector._server import CollectorProcess
 from infersight.demo import FakeLLM
-from tests.conftest import free_port, wait_for
+from tests.conftest import LEAN_COLLECTOR, free_port, wait_for
 
 MODEL = "gpt-4o-mini"
 
@@ -33,7 +33,7 @@ def collector(tmp_path_factory) -> Iterator[CollectorProcess]:
     # How spans map onto columns is the point, the same code in a decode worker or the server
     # process: decoding in the server process spares the module a worker to spawn and stop.
     process = CollectorProcess(tmp_path_factory.mktemp("foreign") / "data", free_port(),
-                               extra_args=("--no-auth", "--decode-workers", "0", "--no-alerts"))
+                               extra_args=("--no-auth", *LEAN_COLLECTOR))
     yield process.start()
     process.stop()
 

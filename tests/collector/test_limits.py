@@ -17,13 +17,13 @@ from infersight.collector.errors import PayloadTooLarge
 from infersight.collector.ingest import decode_request
 from infersight.collector.ingest._otlp import JSON as OTLP_JSON
 from tests.collector.otlp_bodies import genai_spans_json
-from tests.conftest import free_port
+from tests.conftest import LEAN_COLLECTOR, free_port
 
 JSON = {"content-type": "application/json"}
 LIMIT = 64 * 1024
 # The limits are the server's, before any decoding: the processes below decode in the server
 # process (no decode worker to start and stop) and evaluate no alert.
-INLINE = ("--no-auth", "--decode-workers", "0", "--no-alerts")
+INLINE = ("--no-auth", *LEAN_COLLECTOR)
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ import pytest
 from infersight.collector._server import CollectorProcess
 from tests import http
 from tests.collector.test_ingest import JSON, otlp_json
-from tests.conftest import free_port, wait_for_spans
+from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
 
 # What is kept across a restart is the spool's and the store's: decoding in the server process
 # spares each start and stop its decode worker (~0.5 s of a stop), and no alert is evaluated. The
 # restart under an exporter keeps the default collector, whose restart is what has to fit.
-INLINE = ("--no-auth", "--decode-workers", "0", "--no-alerts")
+INLINE = ("--no-auth", *LEAN_COLLECTOR)
 
 
 def test_data_survives_a_restart_on_the_same_data_dir(tmp_path):
@@ -37,7 +37,7 @@ def test_data_survives_a_restart_on_the_same_data_dir(tmp_path):
 
 def test_a_second_collector_on_the_same_data_dir_names_the_owner(tmp_path, capfd):
     data_dir = tmp_path / "data"
-    first = CollectorProcess(data_dir, free_port(), extra_args=("--decode-workers", "0", "--no-alerts")).start()
+    first = CollectorProcess(data_dir, free_port(), extra_args=LEAN_COLLECTOR).start()
     try:
         second = CollectorProcess(data_dir, free_port())
         try:

@@ -20,7 +20,7 @@ from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import cluster_statements, held_spans
 from tests.collector.otlp_bodies import genai_spans_json
-from tests.conftest import free_port, wait_for_spans
+from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_errors_are_store_errors(backend):
 def test_collector_on_a_clickhouse_server_end_to_end(tmp_path, clickhouse_http):
     url = f"http://default:@{clickhouse_http[len('http://'):]}/e2e_{uuid.uuid4().hex[:6]}"
     process = CollectorProcess(tmp_path / "d", free_port(), extra_args=(
-        "--no-auth", "--decode-workers", "0", "--no-alerts", "--clickhouse-url", url)).start()
+        "--no-auth", *LEAN_COLLECTOR, "--clickhouse-url", url)).start()
     try:
         sdk.init(service_name="svc", endpoint=process.url,
                  tracer_provider=TracerProvider(resource=Resource.create({"service.name": "svc"})))

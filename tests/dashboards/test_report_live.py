@@ -14,7 +14,7 @@ import pytest
 
 from infersight.collector._server import CollectorProcess
 from infersight.collector.web import ProjectKeys
-from tests.conftest import free_port
+from tests.conftest import LEAN_COLLECTOR, free_port
 
 SEED = textwrap.dedent("""
     import sys
@@ -73,7 +73,7 @@ def test_the_report_is_the_same_file_with_and_without_a_running_collector(seeded
     unknown = cli("report", "weekly", "--week", "2026-W10", "--out", str(tmp_path / "x.html"),
                   "--data-dir", str(data_dir), "--project", "nosuch")
 
-    collector = CollectorProcess(data_dir, free_port(), extra_args=("--decode-workers", "0", "--no-alerts")).start()
+    collector = CollectorProcess(data_dir, free_port(), extra_args=LEAN_COLLECTOR).start()
     try:
         assert f"at {collector.url}" in (data_dir / "owner.lock").read_text()
         served = cli("report", "weekly", "--week", "2026-W10", "--out", str(live), "--data-dir", str(data_dir),

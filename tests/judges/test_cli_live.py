@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from infersight.collector._server import CollectorProcess
 from infersight.collector.web import CollectorClient, ProjectKeys
 from infersight.judges._cli import CANNOT_EVALUATE, judge
-from tests.conftest import LiveCollector, free_port
+from tests.conftest import LEAN_COLLECTOR, LiveCollector, free_port
 from tests.judges.conftest import Span, insert_spans, trace_id_for
 from tests.judges.panel_data import seed_versions
 
@@ -114,7 +114,7 @@ def test_the_cli_finds_the_collector_that_owns_the_data_dir(tmp_path: Path, fake
     scores_before = _cli("scores", "--data-dir", str(data_dir), "--project", "shop")
     assert before.returncode == 0 and scores_before.returncode == 0, before.stderr + scores_before.stderr
 
-    collector = CollectorProcess(data_dir, free_port(), extra_args=("--decode-workers", "0", "--no-alerts")).start()
+    collector = CollectorProcess(data_dir, free_port(), extra_args=LEAN_COLLECTOR).start()
     try:
         scores = _cli("scores", "--data-dir", str(data_dir), key=key)
         again = _cli(*run, key=key)

@@ -7,11 +7,11 @@ import time
 from infersight import sdk
 from infersight.collector._server import CollectorProcess
 from tests import http
-from tests.conftest import free_port, wait_for
+from tests.conftest import LEAN_COLLECTOR, free_port, wait_for
 
 # The SDK's side of an outage is the point: the collector decodes in its server process (no
 # decode worker to spawn and stop) and evaluates no alert.
-COLLECTOR = ("--no-auth", "--decode-workers", "0", "--no-alerts")
+COLLECTOR = ("--no-auth", *LEAN_COLLECTOR)
 
 
 def test_an_outage_longer_than_the_exporters_retries_loses_no_span(tmp_path):
