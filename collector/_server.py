@@ -106,7 +106,7 @@ class CollectorProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60.0) -> CollectorProcess:
-        command = [sys.executable, "-m", "infersight.collector._cli", "collector",
+        command = [sys.executable, "-m", "infersight.collector", "collector",
                    "--port", str(self.port), "--data-dir", str(self.data_dir), *self._args]
         self.process = subprocess.Popen(command, env=dict(os.environ), start_new_session=self.own_session)
         deadline = time.monotonic() + timeout_s

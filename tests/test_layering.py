@@ -148,6 +148,15 @@ def test_the_store_imports_no_web_code():
     assert not {"fastapi", "starlette", "uvicorn", "infersight.collector._app", "infersight.collector._cli"} & loaded
 
 
+def test_a_decode_worker_loads_neither_the_web_framework_nor_the_command_line():
+    # a spawned decode worker imports the parent's main module (this package's __main__ or the
+    # `infersight` script, which imports only it) and decode_request: each module more is paid
+    # at every collector start and every replaced worker
+    loaded = _loaded_after("import infersight.collector.__main__, infersight.collector.ingest")
+    assert not {"fastapi", "uvicorn", "click", "infersight.collector._cli", "infersight.judges",
+                "infersight.collector.alerts"} & loaded
+
+
 def test_the_cli_judges_and_alerts_load_no_web_code_until_a_router_is_asked_for():
     # Their routers are public names resolved on first use (ARCHITECTURE.md, "Layers").
     modules = "infersight.collector._cli, infersight.judges, infersight.collector.alerts"
@@ -178,7 +187,7 @@ COLLECTOR_MODULES = {
     "errors": "collector.base", "_settings": "collector.base", "_counters": "collector.base",
     "_jobs": "collector.jobs",
     "_app": "collector.root", "_server": "collector.root", "_cli": "collector.root", "_demo": "collector.root",
-    "_dead_letters": "collector.root", "_keys_cli": "collector.root",
+    "_dead_letters": "collector.root", "_keys_cli": "collector.root", "__main__": "collector.root",
 }
 
 

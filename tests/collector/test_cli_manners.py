@@ -76,7 +76,7 @@ def test_a_collector_on_a_taken_port_fails_at_once_and_says_why(tmp_path: Path):
         port = taken.getsockname()[1]
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "infersight.collector._cli", "collector", "--no-auth", "--port", str(port),
+            [sys.executable, "-m", "infersight.collector", "collector", "--no-auth", "--port", str(port),
              "--data-dir", str(tmp_path / "data")],
             capture_output=True, text=True, timeout=120,
         )
@@ -88,6 +88,6 @@ def test_a_collector_on_a_taken_port_fails_at_once_and_says_why(tmp_path: Path):
     # The refusal comes before the store and the decode workers start: a fraction of what the
     # interpreter alone takes to import the CLI, measured here as the baseline.
     baseline_started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "infersight.collector._cli", "--help"], capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "infersight.collector", "--help"], capture_output=True, timeout=120)
     baseline = time.monotonic() - baseline_started
     assert elapsed < 5 * baseline + 5

@@ -74,7 +74,7 @@ def test_weeks_are_iso_weeks():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "infersight.collector._cli", "report", "weekly", *args],
+    return subprocess.run([sys.executable, "-m", "infersight.collector", "report", "weekly", *args],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ))
 
 

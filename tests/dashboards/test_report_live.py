@@ -40,7 +40,7 @@ def cli(*args: str, key: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "INFERSIGHT_API_KEY"}
     if key:
         env["INFERSIGHT_API_KEY"] = key
-    return subprocess.run([sys.executable, "-m", "infersight.collector._cli", *args],
+    return subprocess.run([sys.executable, "-m", "infersight.collector", *args],
                           capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from tests.demo.store_process import StoreProcess
 
-DEMO = [sys.executable, "-m", "infersight.collector._cli", "demo", "--per-day", "150"]
+DEMO = [sys.executable, "-m", "infersight.collector", "demo", "--per-day", "150"]
 
 
 def _free_port() -> int:
@@ -179,7 +179,7 @@ def test_the_weekly_report_has_the_last_complete_week(
     data_dir = demo_run[0]
     demo_store.release()
     out = tmp_path / "week.html"
-    done = subprocess.run([sys.executable, "-m", "infersight.collector._cli", "report", "weekly",
+    done = subprocess.run([sys.executable, "-m", "infersight.collector", "report", "weekly",
                            "--data-dir", str(data_dir), "--out", str(out)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
