@@ -5,7 +5,12 @@ Collector exporter's DDL (a plain MergeTree), so repeats are found before the in
 table a materialized view fills from it (``llm_spans``, the rollups) stays exact without its
 readers doing anything. The lookups read only the parts whose time range meets the batch's
 (``Timestamp`` is the partition key's column) and, in them, only the granules whose ``TraceId``
-bloom filter may hold one of the batch's traces.
+bloom filter may hold one of the batch's traces, and of those rows first only the trace ids: a
+batch's spans start within the same minute or so as the stored ones it is checked against, so
+the time range selects nearly every recent row, and left to choose, ClickHouse filtered on the
+(small) time column first and then read every such row's trace id and resource map. Filtering
+on the trace ids first halves the lookup of a 20,000-span batch among 400,000 spans of its
+minute (0.30 -> 0.16 s); the map is read only for the rows whose trace is in the batch.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ TRACES_PER_LOOKUP = 4000
 _HELD_SPANS = """
 SELECT DISTINCT ResourceAttributes['infersight.project'] AS project, TraceId AS trace_id, SpanId AS span_id
 FROM otel_traces
+PREWHERE TraceId IN {traces:Array(String)}
 WHERE Timestamp BETWEEN fromUnixTimestamp64Nano({first_ns:Int64}) AND fromUnixTimestamp64Nano({last_ns:Int64})
-    AND TraceId IN {traces:Array(String)}
     AND ResourceAttributes['infersight.project'] IN {projects:Array(String)}
 """
 
