@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infersight import sdk
 from infersight.detectors import (
@@ -15,6 +19,7 @@ from infersight.detectors import (
     CostLoopDetector,
     LLMCall,
     NotFittedError,
+    parse_messages,
     prompt_hash,
     usd_text,
 )
@@ -141,6 +146,19 @@ def test_minute_windows_report_every_looping_call_exactly_once():
 def test_prompt_hash_normalises_whitespace_and_case_only(a, b, same):
     assert (prompt_hash(a) == prompt_hash(b)) is same
     assert len(prompt_hash(a)) == 16
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+       | st.lists(st.sampled_from(["a", "B", " ", "\t", "\n", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "."]),
+                  max_size=40).map("".join))
+def test_prompt_hash_is_the_hash_of_regular_expression_normalised_text(text):
+    # the hash a collector gave before its normalisation became split-and-join: a loop whose
+    # calls straddle an upgrade is still one prompt
+    lines = [" ".join([m.role, *(part.text for part in m.parts)]) for m in parse_messages(messages(text))]
+    before = re.sub(r"\s+", " ", "\n".join(lines)).strip().casefold()
+    expected = hashlib.sha256(before.encode("utf-8", "replace")).hexdigest()[:16]
+    assert prompt_hash(messages(text)) == expected
 
 
 def test_prompt_hash_of_nothing_is_empty():
