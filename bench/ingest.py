@@ -610,7 +610,7 @@ def stage_costs(batches: tuple[int, ...] = (512, 20_000), repeat: int = 10) -> l
                     assert batch_rows is not None
                     t3 = time.process_time()
                     if held_spans is not None:  # as the writer does, then records the decision
-                        batch_rows = spool.decide(batch_rows, held_spans(store, batch_rows.keys, batch_rows.ts_range))
+                        batch_rows = spool.decide(batch_rows, held_spans(store, batch_rows.keys, batch_rows.times))
                     t4 = time.process_time()
                     store.insert("otel_traces", batch_rows.rows, dedup_token=batch_rows.dedup_token)  # as the writer
                     t5 = time.process_time()

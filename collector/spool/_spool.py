@@ -126,33 +126,31 @@ class Entry:
 
 def _merge(
     entries: list[tuple[bytes, str, bytes | None]],
-) -> tuple[bytes, tuple[SpanKey | None, ...], tuple[int, int] | None]:
-    """Rows of ``(rows, project, keys)`` entries joined, each span once; their keys; their time range."""
+) -> tuple[bytes, tuple[SpanKey | None, ...], tuple[int, ...]]:
+    """Rows of ``(rows, project, keys)`` entries joined, each span once; their keys; their start times."""
     keys: list[SpanKey | None] = []
-    low, high = 1 << 63, -1
+    times: list[int] = []
     for rows, project, key_lines in entries:
         for stamp, trace_id, span_id in _keys_of(rows, key_lines):
-            if not trace_id:
-                keys.append(None)
-                continue
-            keys.append((project, trace_id, span_id))
-            low, high = min(low, stamp), max(high, stamp)
-    ts_range = (low, high) if high >= 0 else None
+            keys.append((project, trace_id, span_id) if trace_id else None)
+            times.append(stamp)
     known = [key for key in keys if key is not None]
     if len(set(known)) == len(known):  # the usual case: nothing repeats, nothing to split
-        return b"".join(rows for rows, _, _ in entries), tuple(keys), ts_range
+        return b"".join(rows for rows, _, _ in entries), tuple(keys), tuple(times)
     seen: set[SpanKey] = set()
     out: list[bytes] = []
     kept: list[SpanKey | None] = []
+    kept_times: list[int] = []
     lines = (line for rows, _, _ in entries for line in _lines(rows))
-    for line, key in zip(lines, keys, strict=True):
+    for line, key, stamp in zip(lines, keys, times, strict=True):
         if key is not None:
             if key in seen:
                 continue
             seen.add(key)
         out.append(line + b"\n")
         kept.append(key)
-    return b"".join(out), tuple(kept), ts_range
+        kept_times.append(stamp)
+    return b"".join(out), tuple(kept), tuple(kept_times)
 
 
 def _keys_of(rows: bytes, key_lines: bytes | None) -> list[tuple[int, str, str]]:
@@ -224,8 +222,8 @@ class Batch:
 
     A span the entries hold more than once is in ``rows`` once (its first copy). ``keys`` are
     the spans of ``rows``, line ``i`` for row ``i`` (``None``: a row whose key is not known, which
-    is never taken for a repeat); ``ts_range`` the first and last ``Timestamp`` among them, in
-    Unix nanoseconds (``None``: no key known). ``row_count`` counts the entries' rows, repeats
+    is never taken for a repeat); ``times`` their ``Timestamp`` values, Unix nanoseconds, one per
+    key (0 where the key is not known). ``row_count`` counts the entries' rows, repeats
     included, as the spool does."""
 
     first_id: int
@@ -238,8 +236,14 @@ class Batch:
     projects: tuple[str, ...]
     received_s: float
     keys: tuple[SpanKey | None, ...] = ()
-    ts_range: tuple[int, int] | None = None
+    times: tuple[int, ...] = ()
     decided: bool = False
+
+    @property
+    def ts_range(self) -> tuple[int, int] | None:
+        """The first and last ``Timestamp`` of the known keys (``None``: no key known)."""
+        known = [t for key, t in zip(self.keys, self.times, strict=True) if key is not None]
+        return (min(known), max(known)) if known else None
 
     def without(self, dropped: list[int]) -> Batch:
         """This batch less the rows at line indexes ``dropped`` (and their detections, if the
@@ -258,7 +262,7 @@ class Batch:
         token = self.dedup_token + hashlib.blake2b(" ".join(map(str, sorted(drop))).encode(), digest_size=8).hexdigest()
         return dataclasses.replace(
             self, rows=b"".join(lines[i] + b"\n" for i in kept), keys=tuple(self.keys[i] for i in kept),
-            detections=detections, dedup_token=token, decided=True,
+            times=tuple(self.times[i] for i in kept), detections=detections, dedup_token=token, decided=True,
         )
 
 
@@ -451,7 +455,7 @@ class Spool:
             detections = b"".join(_decompress(entry[1]) for entry in entries if entry[1])
         except (zlib.error, RuntimeError) as exc:  # RuntimeError: what lz4 raises for a bad frame
             raise SpoolError(f"spool entries {first_id}..{last_id} are corrupt: {exc}") from exc
-        rows, keys, ts_range = merged
+        rows, keys, times = merged
         return Batch(
             first_id=first_id,
             last_id=last_id,
@@ -463,7 +467,7 @@ class Spool:
             projects=tuple(sorted({entry[3] for entry in entries})),
             received_s=entries[0][4] if entries else 0.0,
             keys=keys,
-            ts_range=ts_range,
+            times=times,
         )
 
     def decide(self, batch: Batch, held: set[SpanKey]) -> Batch:

@@ -134,7 +134,7 @@ class SpoolWriter:
         """
         if batch.decided:
             return batch
-        return self.spool.decide(batch, held_spans(self.store, batch.keys, batch.ts_range))
+        return self.spool.decide(batch, held_spans(self.store, batch.keys, batch.times))
 
     def _count_stored(self, batch: Batch) -> None:
         self.counters.add("spans_stored", self._new_spans)

@@ -19,6 +19,7 @@ from infersight.collector import StoreError, encode_rows
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import cluster_statements, held_spans
+from infersight.detectors import row_time_ns, row_time_text
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
 
@@ -161,15 +162,38 @@ def test_query_rows_come_back_whole_and_exact(backend):
     assert backend.query("SELECT 1 AS one WHERE 0") == []
 
 
+def _starts(rows: bytes) -> dict[str, int]:
+    """Each row's SpanId and its Timestamp, Unix nanoseconds."""
+    return {row["SpanId"]: row_time_ns(row["Timestamp"]) for row in map(json.loads, rows.splitlines())}
+
+
 def test_held_spans_finds_the_stored_ones_in_the_project_and_time_range(backend):
     project, rows, span_ids = project_rows(3)
     backend.insert("otel_traces", rows)
     (trace_id,) = {json.loads(line)["TraceId"] for line in rows.splitlines()}
-    now = time.time_ns()
+    start = _starts(rows)
     asked = [(project, trace_id, span_id) for span_id in span_ids] + [(project, trace_id, "f" * 16), None]
-    assert held_spans(backend, asked, (now - 3600 * 10**9, now)) == set(asked[:3])
-    assert held_spans(backend, [("elsewhere", trace_id, span_ids[0])], (now - 3600 * 10**9, now)) == set()
-    assert held_spans(backend, asked, (now - 7200 * 10**9, now - 3600 * 10**9)) == set()  # another hour
+    times = [start[span_id] for span_id in span_ids] + [time.time_ns(), 0]
+    assert held_spans(backend, asked, times) == set(asked[:3])
+    assert held_spans(backend, [("elsewhere", trace_id, span_ids[0])], times[:1]) == set()
+    assert held_spans(backend, asked, [t - 3600 * 10**9 for t in times]) == set()  # started an hour before
+
+
+def test_held_spans_finds_the_stored_ones_of_a_batch_spread_over_hours(backend):
+    # A batch's spans may start hours apart (an agent session's root span ends, and is sent, with
+    # the spans of this minute): each is found where it is, whatever time group it is looked up in.
+    project, rows, _ = project_rows(12)
+    lines = [json.loads(line) for line in rows.splitlines()]
+    for hours, row in enumerate(lines):  # 0 to 11 hours back: more groups than a batch is split into
+        row["Timestamp"] = row_time_text(row_time_ns(row["Timestamp"]) - hours * 3600 * 10**9)
+    stored = encode_rows(lines)
+    backend.insert("otel_traces", stored)
+    start = _starts(stored)
+    asked = [(project, row["TraceId"], row["SpanId"]) for row in lines]
+    unknown = [(project, trace_id, "f" * 16) for _, trace_id, _ in asked]
+    times = [start[span_id] for _, _, span_id in asked]
+    assert held_spans(backend, asked + unknown + [None], times + times + [0]) == set(asked)
+    assert held_spans(backend, asked[::-1], times[::-1]) == set(asked)  # in any order
 
 
 def test_held_spans_asked_for_a_whole_request_of_traces_answers(backend):
@@ -178,7 +202,8 @@ def test_held_spans_asked_for_a_whole_request_of_traces_answers(backend):
     project, rows, span_ids = project_rows(3)
     backend.insert("otel_traces", rows)
     (trace_id,) = {json.loads(line)["TraceId"] for line in rows.splitlines()}
-    now = time.time_ns()
+    start = _starts(rows)
     asked = [(project, trace_id, span_id) for span_id in span_ids]
+    times = [start[span_id] for span_id in span_ids]
     asked += [(project, f"{i:032x}", f"{i:016x}") for i in range(1, 510)]
-    assert held_spans(backend, asked, (now - 3600 * 10**9, now)) == set(asked[:3])
+    assert held_spans(backend, asked, times + [time.time_ns()] * 509) == set(asked[:3])
