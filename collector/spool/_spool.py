@@ -239,12 +239,6 @@ class Batch:
     times: tuple[int, ...] = ()
     decided: bool = False
 
-    @property
-    def ts_range(self) -> tuple[int, int] | None:
-        """The first and last ``Timestamp`` of the known keys (``None``: no key known)."""
-        known = [t for key, t in zip(self.keys, self.times, strict=True) if key is not None]
-        return (min(known), max(known)) if known else None
-
     def without(self, dropped: list[int]) -> Batch:
         """This batch less the rows at line indexes ``dropped`` (and their detections, if the
         entries carried any), marked decided: a line split, no span row is parsed."""

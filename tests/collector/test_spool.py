@@ -196,7 +196,7 @@ def test_a_span_twice_in_a_batch_is_in_it_once(tmp_path):
     batch = spool.next_batch(max_rows=100, max_bytes=1 << 30)
     assert (batch.entries, batch.row_count, batch.rows) == (2, 4, rows(2))
     assert batch.keys == (("p", "ab" * 16, "cd" * 8), ("p", "ab" * 16, "ef" * 8))
-    assert batch.ts_range == (1_700_000_000 * 10**9, 1_700_000_000 * 10**9 + 1)
+    assert batch.times == (1_700_000_000 * 10**9, 1_700_000_000 * 10**9 + 1)  # each kept span's start
 
 
 def keyed(project: str, spans: list[str]) -> Entry:
