@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -63,11 +62,6 @@ def _rows(batch: int, batches: int, content: bool, out: Path) -> None:
         spool.close()
 
 
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process, chDB's included
-    return usage.ru_utime + usage.ru_stime
-
-
 def _measure(rows_file: Path, statements: tuple[str, ...]) -> dict[str, float]:
     from infersight.collector.store import ChdbStore
 
@@ -80,10 +74,10 @@ def _measure(rows_file: Path, statements: tuple[str, ...]) -> dict[str, float]:
         store = ChdbStore(Path(data_dir) / "store")
         for statement in statements:
             store.query(statement)
-        wall0, cpu0 = time.perf_counter(), _cpu_s()
+        wall0, cpu0 = time.perf_counter(), ingest._own_cpu_seconds()
         for k, rows in enumerate(batches):
             store.insert("otel_traces", rows, dedup_token=f"{k:08x}")
-        wall1, cpu1 = time.perf_counter(), _cpu_s()
+        wall1, cpu1 = time.perf_counter(), ingest._own_cpu_seconds()
         parts, stable_since = -1, time.perf_counter()
         while time.perf_counter() - stable_since < 3.0:  # no merge and the same parts for 3 s
             merging = store.query("SELECT count() AS n FROM system.merges")[0]["n"]
@@ -91,12 +85,12 @@ def _measure(rows_file: Path, statements: tuple[str, ...]) -> dict[str, float]:
             if merging or now != parts:
                 parts, stable_since = now, time.perf_counter()
             time.sleep(0.2)
-        wall2, cpu2 = time.perf_counter() - 3.0, _cpu_s()
+        wall2, cpu2 = time.perf_counter() - 3.0, ingest._own_cpu_seconds()
         tables = [r["name"] for r in store.query(
             "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree'")]
         for table in tables:  # one rewrite of every part: what each further level of merging costs again
             store.query(f"OPTIMIZE TABLE {table} FINAL")
-        cpu3 = _cpu_s()
+        cpu3 = ingest._own_cpu_seconds()
         stored = store.query("SELECT count() AS n FROM otel_traces")[0]["n"]
         store.close()
     assert stored == spans, f"stored {stored} of {spans} spans"

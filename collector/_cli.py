@@ -178,6 +178,3 @@ def _exit_now(code: int) -> None:
     sys.stderr.flush()
     os._exit(code)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
