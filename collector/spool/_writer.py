@@ -35,6 +35,13 @@ class SpoolWriter:
             span is 100 times its stored size.
         min_interval_s: unless half a batch or more is waiting, the next insert waits this long
             after the previous one, so a trickle of requests still makes a few inserts a second.
+        fill_s: under load (the last batch held a tenth of ``max_rows`` or more) the next batch
+            waits, past ``min_interval_s``, until half a batch is waiting or the oldest waiting
+            span was acknowledged ``fill_s`` seconds ago. A sustained load then makes batches of
+            its rate times ``fill_s`` instead of what came in during the last insert: at 11,000
+            spans/s with content, ~9,000 instead of ~5,000, which cuts the store's CPU per span
+            by a third (fewer parts to write and merge). The oldest span's wait is bounded by
+            ``fill_s`` plus the insert: ack -> queryable stays under 2 s.
         retry_s: (first, longest) wait after a failed insert; the wait doubles up to the longest.
             When the store is down or busy (a transient error) the failed batch stays in the
             spool and is retried as it was, same token, for as long as it takes. When it refuses
@@ -68,6 +75,7 @@ class SpoolWriter:
         max_rows: int = 20_000,
         max_bytes: int = MAX_BATCH_RAW_BYTES,
         min_interval_s: float = 0.2,
+        fill_s: float = 0.8,
         retry_s: tuple[float, float] = (0.1, 5.0),
         detect: Detect | None = None,
         backlog_bound_rows: int = BACKLOG_BOUND_ROWS,
@@ -79,12 +87,14 @@ class SpoolWriter:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.min_interval_s = min_interval_s
+        self.fill_s = fill_s
         self.retry_s = retry_s
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._drain_until = 0.0
         self._landed: str | None = None  # token of the batch whose spans are in, not yet done in the spool
         self._new_spans = 0  # spans of that batch the store did not hold before
+        self._last_rows = 0  # of the last batch stored: a tenth of max_rows or more is a load
         self.backlog = DetectionBacklog(spool, store, counters, detect, bound_rows=backlog_bound_rows, retry_s=retry_s)
         self._thread = threading.Thread(target=self._run, name="infersight-spool-writer", daemon=True)
 
@@ -110,6 +120,18 @@ class SpoolWriter:
         self.backlog.stop()
         self._thread.join(drain_s + INSERT_GRACE_S)
         self.backlog.join(INSERT_GRACE_S)
+
+    def _fill(self) -> None:
+        """Under load, let the next batch fill: wait until half a batch is waiting or the oldest
+        waiting span is ``fill_s`` old (see the class). Returns at once when nothing waits."""
+        if self._last_rows < max(self.max_rows // 10, 1):
+            return
+        until = time.monotonic() + self.fill_s  # also when the wall clock, which ages entries, jumps
+        while not self._stop.is_set() and time.monotonic() < until:
+            depth = self.spool.depth()
+            if depth.rows == 0 or depth.rows >= self.max_rows // 2 or depth.oldest_age_s >= self.fill_s:
+                return
+            self._stop.wait(min(0.05, self.fill_s - depth.oldest_age_s))
 
     def _store(self, batch: Batch) -> None:
         # Once: a retry after the spool failed to record it is about the spool alone.
@@ -182,6 +204,7 @@ class SpoolWriter:
         while not (self._stop.is_set() and time.monotonic() >= self._drain_until):
             self._wake.clear()
             try:
+                self._fill()
                 batch = self.spool.next_batch(max_rows=self.max_rows, max_bytes=self.max_bytes)
             except SpoolError:
                 logger.exception("cannot read the spool; retrying")
@@ -221,6 +244,7 @@ class SpoolWriter:
                 logger.warning("store is back after %.1f s of failed inserts", time.monotonic() - failing_since)
                 failing_since = None
             delay = self.retry_s[0]
+            self._last_rows = batch.row_count
             # Under load, go straight on while half a batch or more is waiting; a trickle waits
             # so it still makes only a few inserts a second.
             if self.spool.depth().rows < self.max_rows // 2:

@@ -183,7 +183,7 @@ def join_events(store: Store, rows: bytes) -> tuple[bytes, Pending]:
     except StoreError as exc:  # the insert that follows meets the same store; it retries
         logger.debug("GenAI events not joined before the insert: %s", exc)
         return rows, Pending(_traces(rows))
-    pending = Pending(lines=[line for line in lines if _may_lack(line)], projects=projects)
+    pending = Pending(lines=lines, projects=projects)  # read only if a project's first events come meanwhile
     for i, row in lacking.items():
         event = events.get((_project(row), row["TraceId"], row["SpanId"]))
         completed = _completed(row["SpanAttributes"], event) if event is not None else None

@@ -99,6 +99,28 @@ def test_writer_merges_requests_into_few_inserts_and_stores_each_span_once(store
     assert counters.get("spans_stored") == 200
 
 
+def test_under_load_the_next_batch_fills_instead_of_inserting_each_request(store, tmp_path, monkeypatch):
+    # A batch of a tenth of max_rows or more is a load: the requests that follow wait for half a
+    # batch (here 50 rows) rather than each going in alone as it arrives.
+    project = new_project()
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 30)
+    inserts = recorded_inserts(store, monkeypatch)
+    writer = SpoolWriter(spool, store, Counters(), max_rows=100, min_interval_s=0.0, fill_s=600.0)
+    first = spooled(spool, project, 20)
+    writer.start()
+    try:
+        assert wait_for(lambda: set(stored(store, project)[0]) == set(first))
+        later = [i for _ in range(3) for i in spooled(spool, project, 5)]
+        writer.wake()
+        later += spooled(spool, project, 40)
+        writer.wake()
+        assert wait_for(lambda: len(stored(store, project)[0]) == 75)
+    finally:
+        writer.stop()
+    assert inserts == ["otel_traces", "otel_traces"]
+    assert set(stored(store, project)[0]) == set(first + later)
+
+
 def test_a_batch_stored_just_before_a_crash_is_not_stored_twice(store, tmp_path):
     project = new_project()
     path = tmp_path / "spool.db"
