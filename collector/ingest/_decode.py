@@ -38,7 +38,7 @@ from ..errors import PayloadTooLarge, WorkerLost
 from ..spool import Entry
 from ..store import encode_rows
 from . import _otlp
-from ._detect import NotAnalysed, count, detect_rows, output_lines, project_of
+from ._detect import NotAnalysed, count, detect_rows, has_output, output_lines, project_of
 from ._detect_worker import DetectWorker
 
 
@@ -320,17 +320,17 @@ class Decoder:
         ``detect_deadline_s`` (:class:`~._detect_worker.DetectWorker`); raises
         :class:`WorkerLost` when closed meanwhile. Without (``workers=0``, for tests and
         development), in this thread, with no deadline."""
-        lines = output_lines(rows)
         sampled: NotAnalysed = {}
         if sample_every > 1:
+            lines = output_lines(rows)
             for i, line in enumerate(lines):
                 if i % sample_every:
                     count(sampled, SAMPLED, _project_in(line))
-            lines = lines[::sample_every]
-        if not lines:
+            rows = b"\n".join(lines[::sample_every])
+        if not has_output(rows):
             return b"", sampled
         if self._usual is None:
-            found, not_analysed = detect_rows(b"\n".join(lines))
+            found, not_analysed = detect_rows(rows)
         else:
             with self._detect_lock:
                 if self._detect is None:
@@ -338,7 +338,7 @@ class Decoder:
                         self.detect_deadline_s, initializer=partial(_start_worker, os.getpid(), DETECT_NICE)
                     )
                 worker = self._detect
-            found, not_analysed = worker.detect(lines)
+            found, not_analysed = worker.detect(rows)
         for (reason, project), outputs in sampled.items():
             count(not_analysed, reason, project, outputs)
         return found, not_analysed

@@ -99,15 +99,15 @@ def project_of(row: Mapping[str, Any]) -> str:
     return str((row.get("ResourceAttributes") or {}).get(semconv.PROJECT, ""))
 
 
-def output_rows(rows: bytes) -> bytes:
-    """The JSONEachRow lines of ``rows`` that may carry an output (the ones worth shipping to
-    a detector process): a substring test on bytes, no parsing."""
-    return b"".join(line + b"\n" for line in rows.split(b"\n") if _OUTPUT_MARK in line)
-
-
 def output_lines(rows: bytes) -> list[bytes]:
-    """:func:`output_rows` as a list of lines, without their newlines."""
+    """The JSONEachRow lines of ``rows`` that may carry an output (the ones worth analysing),
+    without their newlines: a substring test on bytes, no parsing."""
     return [line for line in rows.split(b"\n") if _OUTPUT_MARK in line]
+
+
+def has_output(rows: bytes) -> bool:
+    """Whether any line of ``rows`` may carry an output, without splitting them."""
+    return _OUTPUT_MARK in rows
 
 
 def detect_lines(lines: Iterable[bytes], found: list[bytes], not_analysed: NotAnalysed,

@@ -34,7 +34,7 @@ import orjson
 from .._counters import DEADLINE, WORKER_LOST
 from .._settings import DETECT_DEADLINE_S
 from ..errors import WorkerLost
-from ._detect import NotAnalysed, count, detect_lines, project_of
+from ._detect import NotAnalysed, count, detect_lines, output_lines, project_of
 
 logger = logging.getLogger("infersight.collector")
 
@@ -65,19 +65,24 @@ class DetectWorker:
         self._lock = threading.Lock()
         self._closed = threading.Event()
 
-    def detect(self, lines: list[bytes]) -> tuple[bytes, NotAnalysed]:
-        """The ``detections`` rows of ``otel_traces`` JSONEachRow ``lines`` and the outputs not
-        analysed, by (reason, project). Raises :class:`WorkerLost` only when closed meanwhile."""
+    def detect(self, rows: bytes) -> tuple[bytes, NotAnalysed]:
+        """The ``detections`` rows of ``otel_traces`` JSONEachRow ``rows`` and the outputs not
+        analysed, by (reason, project). Raises :class:`WorkerLost` only when closed meanwhile.
+
+        The worker picks the lines that carry an output (:func:`~._detect.output_lines`) itself:
+        splitting a 20,000-span batch into lines and joining them again costs ~4 µs a span, so
+        this process does it only after a failure, to find the span the worker was on."""
         not_analysed: NotAnalysed = {}
-        pending = list(lines)
+        pending: list[bytes] | None = None  # the output lines, once a failure needs them
         reason = WORKER_LOST
         with self._lock:
             for _ in range(MAX_KILLS + 1):
                 try:
-                    outcome = self._run(pending)
+                    outcome = self._run(rows)
                 except WorkerLost:
                     if self._closed.is_set():
                         raise
+                    pending = output_lines(rows) if pending is None else pending
                     logger.error("the inline detectors' worker cannot be started; %d outputs go unanalysed",
                                  len(pending))
                     break
@@ -86,16 +91,21 @@ class DetectWorker:
                     for (why, project), outputs in counted.items():
                         count(not_analysed, why, project, outputs)
                     return found, not_analysed
+                pending = output_lines(rows) if pending is None else pending
+                if not pending:
+                    return b"", not_analysed
                 reason = outcome.reason
-                project = _project(pending[outcome.line])
+                line = min(outcome.line, len(pending) - 1)
+                project = _project(pending[line])
                 logger.warning("the inline detectors' worker was replaced (%s) on a span of project %r; "
                                "the span is stored without detections", reason, project)
                 count(not_analysed, reason, project)
-                del pending[outcome.line]
+                del pending[line]
                 if not pending:
                     return b"", not_analysed
-            for line in pending:
-                count(not_analysed, reason, _project(line))
+                rows = b"\n".join(pending)
+            for each in pending or ():  # set by every way out of the loop that gets here
+                count(not_analysed, reason, _project(each))
         return b"", not_analysed
 
     def close(self) -> None:
@@ -103,12 +113,13 @@ class DetectWorker:
         self._closed.set()
         self._kill()
 
-    def _run(self, lines: list[bytes]) -> tuple[bytes, NotAnalysed] | _Failed:
-        """The worker's answer for ``lines``, or why and on which line it failed."""
+    def _run(self, rows: bytes) -> tuple[bytes, NotAnalysed] | _Failed:
+        """The worker's answer for ``rows``, or why and on which of their output lines it failed
+        (maybe past the last when the worker died after it)."""
         conn = self._started()
         self._progress.value = -1
         try:
-            conn.send_bytes(b"\n".join(lines))
+            conn.send_bytes(rows)
         except (OSError, ValueError):  # died since the check; ValueError: closed meanwhile
             self._kill()
             return _Failed(WORKER_LOST, 0)
@@ -135,7 +146,7 @@ class DetectWorker:
             raise WorkerLost("the collector is stopping")
         stuck = max(self._progress.value, 0)
         self._kill()
-        return _Failed(WORKER_LOST, min(stuck, len(lines) - 1))
+        return _Failed(WORKER_LOST, stuck)
 
     def _started(self) -> Connection:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
@@ -197,7 +208,7 @@ def _serve(conn: Connection, progress: Any, initializer: Callable[[], None] | No
     conn.send_bytes(b"ready")
     while True:
         try:
-            lines = conn.recv_bytes().split(b"\n")
+            lines = output_lines(conn.recv_bytes())
         except (EOFError, OSError):
             return
         found: list[bytes] = []

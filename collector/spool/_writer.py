@@ -40,8 +40,9 @@ class SpoolWriter:
             span was acknowledged ``fill_s`` seconds ago. A sustained load then makes batches of
             its rate times ``fill_s`` instead of what came in during the last insert: at ~10,000
             spans/s with content, a median of ~9,000 spans instead of ~4,000, which cuts the
-            store's CPU per span by a quarter to a third (fewer parts to write and merge). The oldest span's wait is bounded by
-            ``fill_s`` plus the insert: ack -> queryable stays under 2 s.
+            store's CPU per span by a quarter to a third (fewer parts to write and merge). The
+            oldest span's wait is bounded by ``fill_s`` plus the insert: ack -> queryable stays
+            under 2 s.
         retry_s: (first, longest) wait after a failed insert; the wait doubles up to the longest.
             When the store is down or busy (a transient error) the failed batch stays in the
             spool and is retried as it was, same token, for as long as it takes. When it refuses

@@ -153,14 +153,14 @@ class Pending:
     events (a project's first events can be stored after the join and checked before the insert)."""
 
     traces: set[str] = field(default_factory=set)
-    lines: list[bytes] = field(default_factory=list)
+    rows: bytes = b""
     projects: frozenset[str] = frozenset()
 
     def after_insert(self, store: Store) -> set[str]:
         """The trace ids to pass to :func:`complete_calls` once the rows are inserted."""
         try:
             new = _with_events.of(store) - self.projects
-            late = _lacking(self.lines, new) if new else {}
+            late = _lacking(self.rows.split(b"\n"), new) if new else {}
         except StoreError:  # the readers still join; complete_calls would meet the same store
             return self.traces
         return self.traces | {row["TraceId"] for row in late.values()}
@@ -175,15 +175,17 @@ def join_events(store: Store, rows: bytes) -> tuple[bytes, Pending]:
     Blocks for one query when an LLM span of a project that sends events lacks a finish reason
     or an answer, none otherwise (but one every :data:`PROJECTS_TTL_S`). Never raises: on a
     failure ``rows`` go in as they are, to be completed after the insert."""
-    lines = rows.split(b"\n")
     try:
         projects = frozenset(_with_events.of(store))
+        if not projects:  # most deployments: no line to read (a split of 20,000 rows costs ~2 µs a row)
+            return rows, Pending(rows=rows, projects=projects)
+        lines = rows.split(b"\n")
         lacking = _lacking(lines, projects)
         events = _events_by_call(store, {row["TraceId"] for row in lacking.values()})
     except StoreError as exc:  # the insert that follows meets the same store; it retries
         logger.debug("GenAI events not joined before the insert: %s", exc)
         return rows, Pending(_traces(rows))
-    pending = Pending(lines=lines, projects=projects)  # read only if a project's first events come meanwhile
+    pending = Pending(rows=rows, projects=projects)  # read only if a project's first events come meanwhile
     for i, row in lacking.items():
         event = events.get((_project(row), row["TraceId"], row["SpanId"]))
         completed = _completed(row["SpanAttributes"], event) if event is not None else None
