@@ -144,7 +144,8 @@ def run(rules: dict[str, ErrorRateRule], draws: int, seed: int) -> list[str]:
 def _rule(spec: str) -> ErrorRateRule:
     """``"gap_alpha=0.05,burst_alpha=0.01"``: the rule with those parameters ("" the defaults)."""
     pairs = [item.split("=") for item in spec.split(",") if item]
-    return ErrorRateRule(**{k: float(v) for k, v in pairs})
+    defaults = ErrorRateRule()
+    return ErrorRateRule(**{k: type(getattr(defaults, k))(v) for k, v in pairs})  # burst_minutes=4 stays an int
 
 
 def main(argv: list[str] | None = None) -> None:

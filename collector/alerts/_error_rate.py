@@ -21,11 +21,14 @@ Outage, fires when all of these hold over the last ``outage_window_minutes`` (5)
 4. the errors outlast a burst: outside the ``burst_minutes`` (3) that hold most of them, the
    failed requests are still beyond chance (``burst_alpha``, 0.01);
 5. the errors keep coming: no run of calls without an error (between two errors, or since the
-   last) is longer than chance allows at the window's own ratio (``gap_alpha``, 0.3).
+   last) is longer than chance allows at the window's own ratio (``gap_alpha``, 0.3), and the
+   run since the last error alone is not that unlikely (``end_alpha``, 0.05).
 
 Tests 4 and 5 tell an outage from provider 5xx bursts (under 3 minutes, retried by clients),
 which are normal life: one burst sits in 3 minutes, two bursts minutes apart leave the minutes
-between them without an error.
+between them without an error. Two bursts back to back (4-5 minutes of errors) pass both while
+the second goes on, and some right after it ends: the run since the last error is one run, so
+it is judged alone, while the runs between errors are judged as the longest of many.
 
 Creep, judged when there is no outage; fires when all of these hold:
 
@@ -137,6 +140,9 @@ class ErrorRateRule:
     """Outside its densest ``burst_minutes``, the outage's failed requests must be this unlikely."""
     gap_alpha: float = 0.3
     """A run of calls without an error this unlikely at the window's own ratio: no outage."""
+    end_alpha: float = 0.05
+    """The run of calls since the last error alone this unlikely at the window's own ratio: the
+    errors have stopped, no outage."""
     # creep
     creep_factor: float = 3.5
     """Multiple of the usual ratio that makes a creep."""
@@ -227,7 +233,7 @@ class ErrorRateRule:
                 and failed.sum() >= self.min_failed_requests
                 and _outlasts_burst(calls[window], errors[window], failed, usual, self.burst_alpha,
                                     self.burst_minutes * _PER_MINUTE)
-                and _steady(calls[window], errors[window], self.gap_alpha)):
+                and _steady(calls[window], errors[window], self.gap_alpha, self.end_alpha)):
             return _onset(calls, errors, self.outage_ratio)
         return None
 
@@ -412,12 +418,13 @@ def _outlasts_burst(calls: np.ndarray, errors: np.ndarray, failed: np.ndarray, u
     return _tail(failed[outside].sum(), calls[outside].sum(), usual) <= alpha
 
 
-def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float) -> bool:
+def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float, end_alpha: float) -> bool:
     """Whether the window's errors keep coming as an outage's do: no run of calls without an
     error, between its errors or since the last, longer than chance allows at the window's own
     ratio (the chance of a run that long among that many errors is about ``errors x (1 - ratio)
-    ^ run``; at ``alpha`` or under, it is no outage). Two provider bursts minutes apart (or one
-    that has ended) leave such a run; at a few calls a minute they are spread over the window
+    ^ run``; at ``alpha`` or under, it is no outage), and the run since the last error, one run
+    that ends now, not at ``end_alpha`` or under by itself. Two provider bursts minutes apart (or
+    one that has ended) leave such a run; at a few calls a minute they are spread over the window
     as an outage is."""
     hit = np.nonzero(errors)[0]
     if len(hit) == 0:
@@ -425,7 +432,8 @@ def _steady(calls: np.ndarray, errors: np.ndarray, alpha: float) -> bool:
     ratio = min(errors.sum() / max(calls.sum(), 1.0), 0.99)
     total = np.cumsum(calls)
     runs = total[np.append(hit[1:] - 1, len(calls) - 1)] - total[hit]  # calls after each error, to the next
-    return bool(errors.sum() * (1.0 - ratio) ** runs.max() > alpha)
+    # the longest of as many runs as errors, or the one run since the last error (it ends now)
+    return bool(errors.sum() * (1.0 - ratio) ** runs.max() > alpha and (1.0 - ratio) ** runs[-1] > end_alpha)
 
 
 def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray, width: int, excess: float) -> bool:

@@ -580,6 +580,23 @@ def test_two_bursts_minutes_apart_on_a_quiet_service_are_not_an_outage():
     assert rule.evaluate("p", "svc", ServiceWindow(calls, spaced, spaced), 0.003, T0).state == BREACH
 
 
+def test_errors_that_stopped_a_few_calls_ago_are_not_an_outage():
+    # 12 calls a minute, one failing every 10 s for 4.5 minutes (two provider bursts back to back),
+    # then 6 calls without an error: an outage failing 45% of calls lets 6 in a row through 3% of
+    # the time, so the errors have stopped. Judged as the longest of 27 runs (one per error), that
+    # run is ordinary, and the page went out as the second burst ended.
+    calls = np.full(BUCKETS, 2.0)
+    errors = np.zeros(BUCKETS)
+    errors[-30:-3] = 1
+    rule = ErrorRateRule()
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004, T0).state != BREACH
+    assert ErrorRateRule(end_alpha=0).evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004,
+                                               T0).state == BREACH
+    still = errors.copy()
+    still[-1] = 1  # an error in the last 10 s: it goes on
+    assert rule.evaluate("p", "svc", ServiceWindow(calls, still, still), 0.004, T0).state == BREACH
+
+
 @pytest.mark.parametrize("per_minute", [8, 12])
 def test_an_outage_at_a_few_calls_a_minute_pages_within_five_minutes(per_minute):
     for seed in range(10):
