@@ -64,16 +64,18 @@ One trace that keeps spending (a runaway agent loop), per tenant: the trimming a
 from the tests above, so it is judged by its own spend. It fires when all of these hold for the
 tenant's costliest trace of the last hour:
 
-1. it has been spending for at least ``runaway_minutes`` (55) of the hour, and spent in the
-   last :data:`RECENT` minutes at least ``ongoing_ratio`` (1.5x) the tenant's baseline for them;
-2. its hour is at least ``ratio`` (2x) the tenant's baseline hour (taken as above), by the
-   floors above;
+1. it has been spending for at least ``runaway_minutes`` (55) of the hour, it spent in the last
+   :data:`RECENT` minutes, and with it the tenant spent at least ``ongoing_ratio`` (1.5x) its
+   baseline for them;
+2. with it, the tenant's hour is at least ``ratio`` (2x) its baseline hour (taken as above), by
+   the floors above: the more-spend test on the tenant's whole spend, so a loop that doubles a
+   busy tenant's hour pages as one that doubles a quiet tenant's does;
 3. its hour is at least ``runaway_top_factor`` (1.5) times the costliest trace of any hour of
    the tenant's last week, before the last ``runaway_recent_hours`` (4, the loop's own hours):
    a tenant whose long sessions are normal life does not page for one.
 
-It holds while the trace's last :data:`RECENT` minutes stay at ``ongoing_ratio`` the tenant's
-baseline for them, and clears once it stops. Its labels add ``scope: trace`` to the tenant's, so
+It holds while the trace spends and, with it, the tenant's last :data:`RECENT` minutes stay at
+``ongoing_ratio`` its baseline for them, and clears once it stops. Its labels add ``scope: trace`` to the tenant's, so
 it is its own alert beside the tenant's.
 
 Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made (at least
@@ -117,12 +119,15 @@ MENTION_DEARER_FACTOR = 1.5
 @dataclass(frozen=True, slots=True)
 class TopTrace:
     """A key's costliest trace of the last hour: its id, when its first call of the hour was,
-    what it spent over the hour and over the last :data:`RECENT` minutes."""
+    what it spent over the hour and over the last :data:`RECENT` minutes; and what the key
+    spent over them, this trace included (the key's windows leave it out)."""
 
     trace_id: str
     first_at: datetime
     spent_hour: float
     spent_recent: float
+    key_hour: float
+    key_recent: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,13 +283,13 @@ class CostRule:
         project, dimension, value = key
         labels = {"project": project, dimension: value, "scope": "trace"}
         recent_floor = self.ongoing_ratio * hour.expected[RECENT]
-        spending = top is not None and top.spent_recent > 0 and top.spent_recent >= recent_floor
+        spending = top is not None and top.spent_recent > 0 and top.key_recent >= recent_floor
         if top is None or not spending:
             return Verdict(CLEAR, Alert(COST_ANOMALY, labels, "", now))
         baseline = max(hour.expected[60], self.min_baseline_share * hour.typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * hour.typical_hourly)
         if (top.first_at <= now - timedelta(minutes=self.runaway_minutes)
-                and top.spent_hour >= self.ratio * baseline and top.spent_hour - baseline >= floor
+                and top.key_hour >= self.ratio * baseline and top.key_hour - baseline >= floor
                 and top.spent_hour >= self.runaway_top_factor * week_top):
             return Verdict(BREACH, _runaway_alert(labels, top, baseline, week_top, now))
         return Verdict(HOLD, Alert(COST_ANOMALY, labels, "", now))
@@ -440,15 +445,17 @@ def _runaway_alert(labels: dict[str, str], top: TopTrace, baseline: float, week_
     per_hour = usd_text(top.spent_hour)
     return Alert(
         name=COST_ANOMALY, labels=labels,
-        summary=(f"{dimension} {value}: one trace ({top.trace_id}) spent {per_hour} in the last hour,"
-                 f" {top.spent_hour / baseline:.1f}x the {dimension}'s usual hour of {usd_text(baseline)},"
-                 f" and is still spending (since {top.first_at:%H:%M} UTC)"),
+        summary=(f"{dimension} {value}: one trace ({top.trace_id}) spent {per_hour} in the last hour, and is"
+                 f" still spending (since {top.first_at:%H:%M} UTC); with it the {dimension} spent"
+                 f" {usd_text(top.key_hour)}, {top.key_hour / baseline:.1f}x its usual hour of {usd_text(baseline)}"),
         since=top.first_at,
         numbers={"trace_cost_usd": top.spent_hour, "trace_recent_usd": top.spent_recent, "baseline_usd": baseline,
-                 "ratio": top.spent_hour / baseline if baseline > 0 else 0.0, "week_top_trace_usd": week_top},
+                 "key_cost_usd": top.key_hour, "ratio": top.key_hour / baseline if baseline > 0 else 0.0,
+                 "week_top_trace_usd": week_top},
         details=(f"A single session that keeps spending, such as an agent loop: trace {top.trace_id} spent"
                  f" {per_hour} over the last hour, {usd_text(top.spent_recent)} of it in the last {RECENT}"
                  f" minutes; the costliest trace of any hour of the {dimension}'s week cost {usd_text(week_top)}."
-                 f" The {dimension}'s own cost figures leave out each hour's costliest trace, this one included."),
+                 f" With this trace the {dimension} spent {usd_text(top.key_hour)} over the hour. The"
+                 f" {dimension}'s own cost figures leave out each hour's costliest trace, this one included."),
         link="/cost?" + urlencode({dimension: value}),
     )

@@ -297,38 +297,49 @@ def test_how_a_series_ended_and_its_pod_are_read_back_on_both_backends(backend, 
 
 def test_a_runaway_loop_in_one_trace_pages_by_its_own_spend_and_a_usual_long_session_does_not(store):
     # "loop": a tenant whose sessions are short, until one trace calls the model every minute for
-    # hours at twice the tenant's usual hour; "habit": a tenant that runs such a session every day
+    # hours at twice the tenant's usual hour; "habit": a tenant that runs such a session every day;
+    # "busy": a tenant of twice loop's traffic whose loop spends 1.5x its usual hour, 2.5x with the
+    # tenant's own calls (a loop on a busy tenant is judged on the tenant's whole hour, as the
+    # tenant's own spend is)
     project = "pager-runaway"
     rng = random.Random(12)
     rows, at, n = [], NOW - timedelta(days=15), 0
     while at < NOW:
-        for tenant in ("loop", "habit"):
-            n += 1
-            rows.append({"project": project, "ts": ts(at), "service": "agent", "operation": "chat", "tenant": tenant,
-                         "route": f"r-{tenant}", "trace_id": f"t{n}", "status": "ok",
-                         "cost_usd": 0.01 * rng.uniform(0.8, 1.2)})
+        for tenant, calls in (("loop", 1), ("habit", 1), ("busy", 2)):
+            for _ in range(calls):
+                n += 1
+                rows.append({"project": project, "ts": ts(at), "service": "agent", "operation": "chat",
+                             "tenant": tenant, "route": f"r-{tenant}", "trace_id": f"t{n}", "status": "ok",
+                             "cost_usd": 0.01 * rng.uniform(0.8, 1.2)})
         at += timedelta(minutes=2)
 
-    def session(tenant, trace, start, minutes):  # a step a minute at $0.01: twice the tenant's usual hour
+    def session(tenant, trace, start, minutes, usd=0.01):  # a step a minute
         return [{"project": project, "ts": ts(start + timedelta(minutes=i)), "service": "agent", "operation": "chat",
-                 "tenant": tenant, "route": f"r-{tenant}", "trace_id": trace, "status": "ok", "cost_usd": 0.01}
+                 "tenant": tenant, "route": f"r-{tenant}", "trace_id": trace, "status": "ok", "cost_usd": usd}
                 for i in range(minutes)]
     rows += session("loop", "loop-1", NOW - timedelta(minutes=70), 70)
+    rows += session("busy", "busy-loop", NOW - timedelta(minutes=70), 70, usd=0.015)
     for day in range(15):  # habit's daily session, today's running now
         rows += session("habit", f"habit-{day}", NOW - timedelta(days=day, minutes=70), 70)
     store.insert("llm_spans", encode_rows(rows))
     evaluator = Evaluator(store)
-    active = [a for a in evaluator.run_once(NOW).active if a.labels["project"] == project]
-    assert [a.labels for a in active] == [{"project": project, "tenant": "loop", "scope": "trace"}]
-    page = active[0]
+    active = {a.labels["tenant"]: a for a in evaluator.run_once(NOW).active if a.labels["project"] == project}
+    assert [active[t].labels for t in sorted(active)] == [
+        {"project": project, "tenant": t, "scope": "trace"} for t in ("busy", "loop")]
+    page = active["loop"]
     assert "one trace (loop-1) spent $0.6000 in the last hour" in page.summary and "still spending" in page.summary
     began = NOW - timedelta(minutes=70)  # its first call, before the hour read
     assert page.since == began and f"(since {began:%H:%M} UTC)" in page.summary
-    assert 1.7 <= page.numbers["ratio"] <= 2.3
+    # the headline's figures: the tenant's hour with the trace, against its usual hour
+    assert 2.5 <= page.numbers["ratio"] <= 3.5
+    assert page.numbers["key_cost_usd"] == pytest.approx(page.numbers["trace_cost_usd"] + 0.3, abs=0.05)
+    assert f"with it the tenant spent {usd_text(page.numbers['key_cost_usd'])}" in page.summary
+    assert 2.0 <= active["busy"].numbers["ratio"] <= 3.0
+    assert active["busy"].numbers["trace_cost_usd"] < 2 * active["busy"].numbers["baseline_usd"]
     # it holds while the loop spends, and once it stops the alert clears
-    assert [a.labels.get("scope") for a in evaluator.run_once(NOW + timedelta(seconds=20)).active
-            if a.labels["project"] == project] == ["trace"]
+    assert sorted(a.labels["tenant"] for a in evaluator.run_once(NOW + timedelta(seconds=20)).active
+                  if a.labels["project"] == project) == ["busy", "loop"]
     later = evaluator.run_once(NOW + timedelta(minutes=15))
     assert [(e.kind, e.state.labels.get("tenant")) for e in later.events if e.state.project == project] == []
     assert [e.kind for m in (16, 17, 18) for e in evaluator.run_once(NOW + timedelta(minutes=m)).events
-            if e.state.project == project] == ["resolved"]
+            if e.state.project == project] == ["resolved", "resolved"]
