@@ -74,9 +74,11 @@ tenant's costliest trace of the last hour:
    the tenant's last week, before the last ``runaway_recent_hours`` (4, the loop's own hours):
    a tenant whose long sessions are normal life does not page for one.
 
-It holds while the trace spends and, with it, the tenant's last :data:`RECENT` minutes stay at
-``ongoing_ratio`` its baseline for them, and clears once it stops. Its labels add ``scope: trace`` to the tenant's, so
-it is its own alert beside the tenant's.
+It holds while the trace spends (in the last :data:`RECENT` minutes), and clears once it has
+stopped: the incident is the trace itself. Holding on the tenant's last minutes instead, a loop
+that doubled a busy tenant's hour resolved and paged again whenever ten minutes of the tenant's
+own traffic dipped (3 pages for one loop on the pager's generator a, seed 25). Its labels add
+``scope: trace`` to the tenant's, so it is its own alert beside the tenant's.
 
 Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made (at least
 ``one_tenant_share`` (80%) of the route's hour) is held, not paged: that tenant pages. A route
@@ -282,13 +284,12 @@ class CostRule:
         list); ``week_top`` is the costliest trace-hour of its week before the loop's own hours."""
         project, dimension, value = key
         labels = {"project": project, dimension: value, "scope": "trace"}
-        recent_floor = self.ongoing_ratio * hour.expected[RECENT]
-        spending = top is not None and top.spent_recent > 0 and top.key_recent >= recent_floor
-        if top is None or not spending:
+        if top is None or top.spent_recent <= 0:  # stopped: the incident is the trace itself
             return Verdict(CLEAR, Alert(COST_ANOMALY, labels, "", now))
         baseline = max(hour.expected[60], self.min_baseline_share * hour.typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * hour.typical_hourly)
         if (top.first_at <= now - timedelta(minutes=self.runaway_minutes)
+                and top.key_recent >= self.ongoing_ratio * hour.expected[RECENT]
                 and top.key_hour >= self.ratio * baseline and top.key_hour - baseline >= floor
                 and top.spent_hour >= self.runaway_top_factor * week_top):
             return Verdict(BREACH, _runaway_alert(labels, top, baseline, week_top, now))

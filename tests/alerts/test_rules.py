@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infersight.collector.alerts import CostRule, ErrorRateRule, QueueRule
-from infersight.collector.alerts._cost import KeyHour
+from infersight.collector.alerts._cost import WINDOWS, KeyHour, TopTrace
 from infersight.collector.alerts._error_rate import BUCKETS, OUTAGE, ServiceMemory, ServiceWindow
 from infersight.collector.alerts._model import BREACH, CLEAR, HOLD
 from infersight.collector.alerts._queue import DepthSample, SeriesSpan, replaced
@@ -664,3 +664,19 @@ def test_a_creep_holds_through_a_lull_and_clears_soon_after_it_ends():
     cleared = after.index(CLEAR)
     assert cleared <= 13  # and with the evaluator's 2 minutes of lasting clear, resolved within 15
     assert BREACH not in after[cleared:]  # its own tail in the hour never pages again
+
+
+def test_a_runaway_holds_while_its_trace_spends_and_clears_once_it_stops():
+    # a loop as costly as its busy tenant's own hour: with it the tenant spends 2.1x its usual hour;
+    # ten quiet minutes of the tenant's own traffic do not end the incident, the loop stopping does
+    rule, key = CostRule(), ("p", "tenant", "busy")
+    usual = {m: 6.0 * m / 60 for m in WINDOWS}
+    hour = KeyHour(usual, usual, 6.0)
+    began = T0 - timedelta(minutes=70)
+    assert rule.runaway(key, TopTrace("loop", began, 6.5, 1.1, 12.5, 2.1), hour, 0.5, T0).state == BREACH
+    dip = TopTrace("loop", began, 6.4, 0.9, 12.3, 1.4)  # the last 10 minutes at 1.4x: under the 1.5x to page
+    assert rule.runaway(key, dip, hour, 0.5, T0).state == HOLD
+    stopped = TopTrace("loop", began, 5.4, 0.0, 11.2, 0.8)
+    assert rule.runaway(key, stopped, hour, 0.5, T0).state == CLEAR
+    # a tenant's usual long session: as costly as the costliest trace-hour of its week, no page
+    assert rule.runaway(key, TopTrace("habit", began, 6.5, 1.1, 12.5, 2.1), hour, 6.0, T0).state != BREACH
