@@ -15,10 +15,6 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(PY) -m ruff check . && $(PY) -m mypy
 
-# One test worker more than cores: many tests wait on a process they started (a collector, its
-# workers, a CLI), and a spare worker keeps the cores busy meanwhile (2 cores: 4:31 against 5:00).
-TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1)')
-
 # The dashboards' browser test drives Debian's chromium; install it where apt-get is usable (CI
 # runs as root), and skip this step when chromium is already there or apt-get is not.
 test: $(STAMP) lint
@@ -28,7 +24,7 @@ test: $(STAMP) lint
 		($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null) \
 			|| echo "could not install chromium: the browser test will be skipped"; \
 	fi
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 demo: $(STAMP)
 	$(VENV)/bin/infersight demo $(DEMO_ARGS)
