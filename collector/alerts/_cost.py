@@ -121,14 +121,14 @@ MENTION_DEARER_FACTOR = 1.5
 @dataclass(frozen=True, slots=True)
 class TopTrace:
     """A key's costliest trace of the last hour: its id, when its first call of the hour was,
-    what it spent over the hour and over the last :data:`RECENT` minutes; and what the key
-    spent over them, this trace included (the key's windows leave it out)."""
+    what it spent over the hour and over the last :data:`RECENT` minutes; and what the key spent
+    over those minutes, every trace included (the key's window of them leaves out its own
+    costliest trace, not always this one; its hour leaves out this one)."""
 
     trace_id: str
     first_at: datetime
     spent_hour: float
     spent_recent: float
-    key_hour: float
     key_recent: float
 
 
@@ -288,11 +288,12 @@ class CostRule:
             return Verdict(CLEAR, Alert(COST_ANOMALY, labels, "", now))
         baseline = max(hour.expected[60], self.min_baseline_share * hour.typical_hourly)
         floor = max(self.min_excess_usd, self.min_excess_share * hour.typical_hourly)
+        key_hour = hour.spent[60] + top.spent_hour  # the hour's trimmed spend left out this trace
         if (top.first_at <= now - timedelta(minutes=self.runaway_minutes)
                 and top.key_recent >= self.ongoing_ratio * hour.expected[RECENT]
-                and top.key_hour >= self.ratio * baseline and top.key_hour - baseline >= floor
+                and key_hour >= self.ratio * baseline and key_hour - baseline >= floor
                 and top.spent_hour >= self.runaway_top_factor * week_top):
-            return Verdict(BREACH, _runaway_alert(labels, top, baseline, week_top, now))
+            return Verdict(BREACH, _runaway_alert(labels, top, key_hour, baseline, week_top, now))
         return Verdict(HOLD, Alert(COST_ANOMALY, labels, "", now))
 
     def _spends_more(self, hour: KeyHour, spent_hour: float, baseline: float, floor: float) -> bool:
@@ -441,22 +442,23 @@ def _definitions(dimension: str, actual: float, expected: float, unit_ratio: flo
     return text
 
 
-def _runaway_alert(labels: dict[str, str], top: TopTrace, baseline: float, week_top: float, now: datetime) -> Alert:
+def _runaway_alert(labels: dict[str, str], top: TopTrace, key_hour: float, baseline: float, week_top: float,
+                   now: datetime) -> Alert:
     dimension, value = next((k, v) for k, v in labels.items() if k not in ("project", "scope"))
     per_hour = usd_text(top.spent_hour)
     return Alert(
         name=COST_ANOMALY, labels=labels,
         summary=(f"{dimension} {value}: one trace ({top.trace_id}) spent {per_hour} in the last hour, and is"
                  f" still spending (since {top.first_at:%H:%M} UTC); with it the {dimension} spent"
-                 f" {usd_text(top.key_hour)}, {top.key_hour / baseline:.1f}x its usual hour of {usd_text(baseline)}"),
+                 f" {usd_text(key_hour)}, {key_hour / baseline:.1f}x its usual hour of {usd_text(baseline)}"),
         since=top.first_at,
         numbers={"trace_cost_usd": top.spent_hour, "trace_recent_usd": top.spent_recent, "baseline_usd": baseline,
-                 "key_cost_usd": top.key_hour, "ratio": top.key_hour / baseline if baseline > 0 else 0.0,
+                 "key_cost_usd": key_hour, "ratio": key_hour / baseline if baseline > 0 else 0.0,
                  "week_top_trace_usd": week_top},
         details=(f"A single session that keeps spending, such as an agent loop: trace {top.trace_id} spent"
                  f" {per_hour} over the last hour, {usd_text(top.spent_recent)} of it in the last {RECENT}"
                  f" minutes; the costliest trace of any hour of the {dimension}'s week cost {usd_text(week_top)}."
-                 f" With this trace the {dimension} spent {usd_text(top.key_hour)} over the hour. The"
+                 f" With this trace the {dimension} spent {usd_text(key_hour)} over the hour. The"
                  f" {dimension}'s own cost figures leave out each hour's costliest trace, this one included."),
         link="/cost?" + urlencode({dimension: value}),
     )

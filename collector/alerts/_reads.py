@@ -181,7 +181,7 @@ def cost_windows(store: Store, now: datetime) -> HourWindows:
     top = (f"argMaxIf(trace_id, c60, {traced}) AS top_trace, maxIf(c60, {traced}) AS top60,"
            f" argMaxIf(c{RECENT}, c60, {traced}) AS top_recent,"
            f" toUnixTimestamp64Milli(argMaxIf(first_ts, c60, {traced})) AS top_first_ms,"
-           f" sum(c60) AS all60, sum(c{RECENT}) AS all_recent")
+           f" sum(c{RECENT}) AS all_recent")
     rows = store.query(
         f"SELECT project, tenant, route, grouping(tenant, route) AS g, {trimmed}, {_units('u')}, {_units('r')}, {top}"
         f" FROM (SELECT project, tenant, route, trace_id, min(ts) AS first_ts, {sums}, {_call_units('u')},"
@@ -199,7 +199,7 @@ def cost_windows(store: Store, now: datetime) -> HourWindows:
             if row["top_trace"]:
                 out.top[_key(row)] = TopTrace(str(row["top_trace"]), _hour(int(row["top_first_ms"]) // 1000),
                                               float(row["top60"]), float(row["top_recent"]),
-                                              float(row["all60"]), float(row["all_recent"]))
+                                              float(row["all_recent"]))
             continue
         pair = (str(row["project"]), str(row["tenant"]), str(row["route"]))
         out.pairs[pair] = windows

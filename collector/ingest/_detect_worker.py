@@ -73,7 +73,6 @@ class DetectWorker:
         splitting a 20,000-span batch into lines and joining them again costs ~4 µs a span, so
         this process does it only after a failure, to find the span the worker was on."""
         not_analysed: NotAnalysed = {}
-        pending: list[bytes] | None = None  # the output lines, once a failure needs them
         reason = WORKER_LOST
         with self._lock:
             for _ in range(MAX_KILLS + 1):
@@ -82,29 +81,27 @@ class DetectWorker:
                 except WorkerLost:
                     if self._closed.is_set():
                         raise
-                    pending = output_lines(rows) if pending is None else pending
                     logger.error("the inline detectors' worker cannot be started; %d outputs go unanalysed",
-                                 len(pending))
+                                 len(output_lines(rows)))
                     break
                 if not isinstance(outcome, _Failed):
                     found, counted = outcome
                     for (why, project), outputs in counted.items():
                         count(not_analysed, why, project, outputs)
                     return found, not_analysed
-                pending = output_lines(rows) if pending is None else pending
+                pending = output_lines(rows)  # the worker's lines, as it numbered them
                 if not pending:
                     return b"", not_analysed
                 reason = outcome.reason
-                line = min(outcome.line, len(pending) - 1)
-                project = _project(pending[line])
+                line = pending.pop(min(outcome.line, len(pending) - 1))
+                project = _project(line)
                 logger.warning("the inline detectors' worker was replaced (%s) on a span of project %r; "
                                "the span is stored without detections", reason, project)
                 count(not_analysed, reason, project)
-                del pending[line]
                 if not pending:
                     return b"", not_analysed
                 rows = b"\n".join(pending)
-            for each in pending or ():  # set by every way out of the loop that gets here
+            for each in output_lines(rows):
                 count(not_analysed, reason, _project(each))
         return b"", not_analysed
 

@@ -673,10 +673,10 @@ def test_a_runaway_holds_while_its_trace_spends_and_clears_once_it_stops():
     usual = {m: 6.0 * m / 60 for m in WINDOWS}
     hour = KeyHour(usual, usual, 6.0)
     began = T0 - timedelta(minutes=70)
-    assert rule.runaway(key, TopTrace("loop", began, 6.5, 1.1, 12.5, 2.1), hour, 0.5, T0).state == BREACH
-    dip = TopTrace("loop", began, 6.4, 0.9, 12.3, 1.4)  # the last 10 minutes at 1.4x: under the 1.5x to page
+    assert rule.runaway(key, TopTrace("loop", began, 6.5, 1.1, 2.1), hour, 0.5, T0).state == BREACH
+    dip = TopTrace("loop", began, 6.4, 0.9, 1.4)  # the last 10 minutes at 1.4x: under the 1.5x to page
     assert rule.runaway(key, dip, hour, 0.5, T0).state == HOLD
-    stopped = TopTrace("loop", began, 5.4, 0.0, 11.2, 0.8)
+    stopped = TopTrace("loop", began, 5.4, 0.0, 0.8)
     assert rule.runaway(key, stopped, hour, 0.5, T0).state == CLEAR
     # a tenant's usual long session: as costly as the costliest trace-hour of its week, no page
-    assert rule.runaway(key, TopTrace("habit", began, 6.5, 1.1, 12.5, 2.1), hour, 6.0, T0).state != BREACH
+    assert rule.runaway(key, TopTrace("habit", began, 6.5, 1.1, 2.1), hour, 6.0, T0).state != BREACH
