@@ -83,7 +83,10 @@ own traffic dipped (3 pages for one loop on the pager's generator a, seed 25). I
 Routes and tenants (``_rules.CostRules``): a route's breach that one tenant made (at least
 ``one_tenant_share`` (80%) of the route's hour) is held, not paged: that tenant pages. A route
 whose hour surges, or whose requests got dearer, pages for itself: the tenants on it are judged
-with that route's share of their spend deflated by the surge.
+with that route's share of their spend deflated by the surge. A route whose requests got dearer
+over the last :data:`RECENT` minutes alone (beyond chance in them) deflates its tenants already,
+by its hour so far: a tenant mostly on it would otherwise double its hour, and page, before the
+route does.
 
 Measured in BENCHMARKS.md, section 'The pager'.
 """
@@ -336,6 +339,11 @@ class CostRule:
     def dearer_hour(self, unit: UnitShift) -> bool:
         """Whether a key's requests cost ``ratio`` times their usual over the last hour, beyond chance."""
         return unit.z >= _z_beyond(self.unit_alpha) and unit.ratio >= self.ratio
+
+    def dearer_lately(self, unit: UnitShift) -> bool:
+        """Whether a key's requests cost ``ratio`` times their usual over the last :data:`RECENT`
+        minutes, beyond chance in them alone: a pricier model minutes old, still diluted in the hour."""
+        return unit.recent is not None and unit.recent >= self.ratio and unit.recent_z >= _z_beyond(self.unit_alpha)
 
 
 def _hours_from(origin: datetime, hours: Iterable[datetime]) -> np.ndarray:

@@ -212,16 +212,19 @@ class CostRules:
     def _surging_routes(self, routes: dict[Key, Verdict], hour: HourWindows, expected: dict[Key, dict[int, float]],
                         unit: dict[Key, UnitShift]) -> dict[tuple[str, str], float]:
         """(project, route) of the routes whose last hour is at the breach ratio, paged or not, or
-        whose requests got dearer, and not one tenant's: by how much. After a route's alert has
+        whose requests got dearer (over the hour, or over its last minutes), and not one tenant's:
+        by how much. After a route's alert has
         cleared, the tenants' last hour still holds its surge and must not page for it (and the
         share of the spend to deflate is the same for dearer requests). Another project's route
         of the same name is another route."""
         spent = hour.spent
-        surges = {k: spent[k][60] / expected[k][60] for k in routes
-                  if k in spent and expected[k][60] > 0 and spent[k][60] >= self.rule.ratio * expected[k][60]}
+        hour_ratio = {k: spent[k][60] / expected[k][60] for k in routes if k in spent and expected[k][60] > 0}
+        surges = {k: ratio for k, ratio in hour_ratio.items() if ratio >= self.rule.ratio}
         for k in routes:
-            if k in unit and self.rule.dearer_hour(unit[k]):
-                surges[k] = max(surges.get(k, 1.0), unit[k].ratio)
+            # a pricier model minutes old is plain in the last minutes' requests before the
+            # route's hour doubles, and a tenant mostly on that route doubles first
+            if k in unit and (self.rule.dearer_hour(unit[k]) or self.rule.dearer_lately(unit[k])):
+                surges[k] = max(surges.get(k, 1.0), hour_ratio.get(k, 1.0), unit[k].ratio)
         return {(k[0], k[2]): ratio for k, ratio in surges.items() if not self._one_tenant(k, hour)}
 
     def _one_tenant(self, route: Key, hour: HourWindows) -> bool:

@@ -41,12 +41,15 @@ MIN_TRACES_WEEK = 20
 @dataclass(frozen=True, slots=True)
 class UnitShift:
     """A key's last hour against its usual cost per request: ``z`` (how far beyond chance),
-    ``ratio`` (how many times its usual a request cost, the geometric mean) and ``recent`` (the
-    same over the last :data:`RECENT` minutes; ``None``: no request in them)."""
+    ``ratio`` (how many times its usual a request cost, the geometric mean), ``recent`` (the
+    same over the last :data:`RECENT` minutes; ``None``: no request in them) and ``recent_z``
+    (the z of those minutes alone: a shift that began minutes ago is plain there, diluted in the
+    hour)."""
 
     z: float
     ratio: float
     recent: float | None
+    recent_z: float = 0.0
 
 
 class UnitCosts:
@@ -146,7 +149,14 @@ class UnitCosts:
                 continue
             mean, spread = usual
             delta = total / k - mean
-            z = delta / math.sqrt(spread / k) if spread > 0 else (math.inf if delta > 0 else 0.0)
-            recent = math.exp(recent_total / recent_k - mean) if recent_k > 0 else None
-            out[key] = UnitShift(z, math.exp(delta), recent)
+            recent_delta = recent_total / recent_k - mean if recent_k > 0 else 0.0
+            recent = math.exp(recent_delta) if recent_k > 0 else None
+            out[key] = UnitShift(_z(delta, k, spread), math.exp(delta), recent, _z(recent_delta, recent_k, spread))
         return out
+
+
+def _z(delta: float, k: float, spread: float) -> float:
+    """How far a mean shift of ``delta`` over ``k`` traces is beyond chance, at a variance of ``spread``."""
+    if k <= 0:
+        return 0.0
+    return delta / math.sqrt(spread / k) if spread > 0 else (math.inf if delta > 0 else 0.0)

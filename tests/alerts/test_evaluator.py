@@ -280,6 +280,34 @@ def test_a_route_surging_in_one_project_does_not_deflate_a_tenant_of_another(sto
     assert active == {("alerts-wide", "sales.email", None), ("alerts-narrow", None, "acme")}
 
 
+def test_a_pricier_model_minutes_old_pages_for_its_route_not_first_for_a_tenant_all_on_it(store):
+    # Two tenants send a $0.10 request a minute each to docs.summarize for three weeks; in the
+    # last hour globex sends half as many. At ``switch`` the route's model turns 10x pricier.
+    # Nine minutes on, acme (all on the route) has doubled its hour (2.2x) while the route,
+    # diluted by globex's quiet hour, is at 1.7x: the new price is the route's, and acme must
+    # not page for it, then or once the route pages.
+    project, route = "alerts-pricier", "docs.summarize"
+    switch, later = NOW - timedelta(minutes=9), NOW + timedelta(minutes=13)
+    rows = []
+    at = NOW - timedelta(weeks=3)
+    while at < later:
+        for tenant in ("acme", "globex"):
+            if tenant == "globex" and at >= NOW - timedelta(hours=1) and at.minute % 2:
+                continue
+            rows.append({"project": project, "ts": ts(at), "trace_id": f"{tenant}-{at.timestamp():.0f}",
+                         "service": "app", "tenant": tenant, "route": route, "model": "gpt-4o", "operation": "chat",
+                         "cost_usd": 1.0 if at >= switch else 0.1, "status": "ok"})
+        at += timedelta(minutes=1)
+    store.insert("llm_spans", encode_rows(rows))
+
+    def paged(now: datetime) -> set[tuple[str, str]]:
+        return {(k, v) for a in Evaluator(store).run_once(now).active if a.labels.get("project") == project
+                for k, v in a.labels.items() if k in ("tenant", "route")}
+
+    assert paged(NOW) == set()
+    assert paged(later) == {("route", route)}
+
+
 def test_a_creep_that_cleared_does_not_page_again_for_the_errors_still_in_its_hour(store):
     # 13 calls a minute with no errors for an hour, then one in 13 failing for 30 minutes (a
     # creep: under the outage's 15%), then none but three stray errors 18-24 minutes after its
