@@ -69,6 +69,9 @@ _DATA_DIR = click.option(
 @click.option("--slo", default=0.995, show_default=True, type=float,
               help="Share of LLM calls expected to succeed: the usual error ratio of a service with under two "
                    "days of history.")
+@click.option("--outage-burst-minutes", default=3, show_default=True, type=click.IntRange(1, 4),
+              help="Minutes a provider's error burst may last before it pages as an outage: 4 pages two bursts "
+                   "back to back less often, and a partial outage a few minutes later.")
 @click.option("--cost-ratio", default=2.0, show_default=True, type=float,
               help="A tenant's or route's last hour must reach this multiple of its seasonal baseline to page.")
 @click.option("--cost-min-excess-share", default=0.5, show_default=True, type=float,
@@ -84,7 +87,7 @@ _DATA_DIR = click.option(
 def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max_mib: int,
               decode_workers: int | None, ingest_days_back: int, ingest_days_ahead: int, body_timeout: float,
               detect_deadline: float, lease_ttl: float, stop_bound: int, no_auth: bool,
-              no_alerts: bool, evaluation_interval: float, slo: float, cost_ratio: float,
+              no_alerts: bool, evaluation_interval: float, slo: float, outage_burst_minutes: int, cost_ratio: float,
               cost_min_excess_share: float, cost_min_excess_usd: float, alertmanager_url: str | None,
               alert_webhook_url: str | None, slack_webhook_url: str | None, public_url: str | None,
               clickhouse_url: str | None, cluster: str | None, **judge_options: object) -> None:
@@ -96,7 +99,8 @@ def collector(host: str, port: int, data_dir: Path, max_body_mib: int, spool_max
             data_dir=data_dir, host=host, port=port, max_body_bytes=max_body_mib << 20,
             auth=not no_auth, spool_max_bytes=spool_max_mib << 20, decode_workers=decode_workers,
             ingest_window=IngestWindow(ingest_days_back, ingest_days_ahead), body_timeout_s=body_timeout,
-            detect_deadline_s=detect_deadline, alerts=not no_alerts, slo=slo, cost_ratio=cost_ratio,
+            detect_deadline_s=detect_deadline, alerts=not no_alerts, slo=slo,
+            outage_burst_minutes=outage_burst_minutes, cost_ratio=cost_ratio,
             cost_min_excess_share=cost_min_excess_share, cost_min_excess_usd=cost_min_excess_usd,
             evaluation_interval_s=evaluation_interval, lease_ttl_s=lease_ttl, stop_bound_s=stop_bound,
             alertmanager_url=alertmanager_url, alert_webhook_url=alert_webhook_url,

@@ -78,6 +78,10 @@ class Settings:
             the alert channels as a non-paging message; ``None``: no digest.
         slo: share of GenAI calls that must succeed; its complement is the error budget that
             the error-spike alert measures burn against.
+        outage_burst_minutes: the minutes a provider's burst of errors (and its retries) may take
+            before the error-spike alert calls it an outage. 3 pages a partial outage within
+            5 minutes at 8 calls a minute; 4 pages two bursts back to back 4x less often and
+            such an outage a few minutes later (BENCHMARKS.md, 'The pager').
         cost_ratio: a tenant's or route's last hour must reach this multiple of its seasonal
             baseline to page as a cost anomaly.
         cost_min_excess_share, cost_min_excess_usd: and its excess must reach this share of the
@@ -118,6 +122,7 @@ class Settings:
     alerts: bool = True
     evaluation_interval_s: float = 60.0
     slo: float = 0.995
+    outage_burst_minutes: int = 3
     cost_ratio: float = 2.0
     cost_min_excess_share: float = 0.5
     cost_min_excess_usd: float = 0.01
@@ -146,6 +151,9 @@ class Settings:
             raise ValueError("The 'cluster' setting needs 'clickhouse_url': the embedded store is one process.")
         if not 0.0 < self.slo < 1.0:
             raise ValueError(f"The 'slo' setting must be between 0 and 1 (e.g. 0.995); got {self.slo}.")
+        if not 1 <= self.outage_burst_minutes <= 4:
+            raise ValueError("The 'outage_burst_minutes' setting must be between 1 and 4 (the outage test reads "
+                             f"5 minutes, one at least beyond the burst); got {self.outage_burst_minutes}.")
         if self.cost_ratio <= 1.5:
             raise ValueError(f"The 'cost_ratio' setting must be above 1.5 (its resolve level); got {self.cost_ratio}.")
         if self.cost_min_excess_share < 0 or self.cost_min_excess_usd < 0:

@@ -33,7 +33,7 @@ def notifiers_from(settings: Settings) -> list[Notifier]:
 def config_from(settings: Settings) -> EvaluatorConfig:
     """The rules' parameters that the collector's settings (and CLI flags) set."""
     return EvaluatorConfig(
-        error_rule=ErrorRateRule(slo=settings.slo),
+        error_rule=ErrorRateRule(slo=settings.slo, burst_minutes=settings.outage_burst_minutes),
         cost_rule=CostRule(ratio=settings.cost_ratio, min_excess_share=settings.cost_min_excess_share,
                            min_excess_usd=settings.cost_min_excess_usd),
     )

@@ -229,17 +229,21 @@ def test_a_route_whose_requests_got_dearer_pages_once_for_the_route(store):
     assert 2.5 <= active[0].numbers["request_cost_ratio"] <= 3.5
 
 
-def test_cost_floors_are_settable_from_the_cli(monkeypatch):
+def test_cost_floors_and_the_burst_allowance_are_settable_from_the_cli(monkeypatch):
     seen = {}
     monkeypatch.setattr("infersight.collector._server.serve", lambda settings: seen.setdefault("s", settings))
     result = CliRunner().invoke(main, ["collector", "--no-auth", "--cost-ratio", "3", "--cost-min-excess-share",
-                                       "0.2", "--cost-min-excess-usd", "0"])
+                                       "0.2", "--cost-min-excess-usd", "0", "--outage-burst-minutes", "4"])
     assert result.exit_code == 0, result.output
     rule = config_from(seen["s"]).cost_rule
     assert (rule.ratio, rule.min_excess_share, rule.min_excess_usd) == (3.0, 0.2, 0.0)
+    assert config_from(seen["s"]).error_rule.burst_minutes == 4
     assert config_from(Settings()).cost_rule.min_excess_usd == 0.01
+    assert config_from(Settings()).error_rule.burst_minutes == 3
     bad = CliRunner().invoke(main, ["collector", "--cost-ratio", "1.2"])
     assert bad.exit_code != 0 and "cost_ratio" in bad.output
+    bad = CliRunner().invoke(main, ["collector", "--outage-burst-minutes", "5"])
+    assert bad.exit_code != 0 and "outage-burst-minutes" in bad.output
 
 
 def test_a_clean_sdk_shutdown_and_restart_page_nobody(collector, store):

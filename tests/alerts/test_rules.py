@@ -597,6 +597,19 @@ def test_errors_that_stopped_a_few_calls_ago_are_not_an_outage():
     assert rule.evaluate("p", "svc", ServiceWindow(calls, still, still), 0.004, T0).state == BREACH
 
 
+def test_two_bursts_back_to_back_page_with_three_minutes_for_a_burst_not_with_four():
+    # 12 calls a minute: half of them fail for 1.5 minutes, none for 30 s, half again for the last
+    # 2 minutes (the second burst goes on). Outside the densest 3 minutes the first burst's
+    # errors are still beyond chance; 4 minutes hold both bursts.
+    calls = np.full(BUCKETS, 2.0)
+    errors = np.zeros(BUCKETS)
+    errors[-24:-15] = 1
+    errors[-12:] = 1
+    window = ServiceWindow(calls, errors, errors)
+    assert ErrorRateRule().evaluate("p", "svc", window, 0.004, T0).state == BREACH
+    assert ErrorRateRule(burst_minutes=4).evaluate("p", "svc", window, 0.004, T0).state != BREACH
+
+
 @pytest.mark.parametrize("per_minute", [8, 12])
 def test_an_outage_at_a_few_calls_a_minute_pages_within_five_minutes(per_minute):
     for seed in range(10):
