@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from infersight.collector.alerts import Evaluator, EvaluatorConfig
+from infersight.collector.alerts import ErrorRateRule, Evaluator, EvaluatorConfig
 from infersight.collector.store import ChdbStore, Store, encode_rows
 
 from . import incidents as pi
@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-only", action="store_true", help="write the traffic into --data-dir and stop")
     parser.add_argument("--replay-only", action="store_true", help="replay over traffic already in --data-dir")
     parser.add_argument("--score-only", action="store_true", help="only the tables of a replay done in --data-dir")
+    parser.add_argument("--outage-burst-minutes", type=int, default=ErrorRateRule().burst_minutes,
+                        help="the collector's setting of that name: minutes a provider burst may take")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.score_only:
                 for table in ("alerts", "alert_events"):  # a replay starts with no alert history
                     store.query(f"TRUNCATE TABLE {table}")
-                evaluator = Evaluator(store, config=EvaluatorConfig())
+                config = EvaluatorConfig(error_rule=ErrorRateRule(burst_minutes=args.outage_burst_minutes))
+                evaluator = Evaluator(store, config=config)
                 t0 = time.perf_counter()
                 took = replay(evaluator, pi.FINAL + timedelta(minutes=args.from_minute), args.minutes, log)
                 log(f"replayed {args.minutes} minutes in {time.perf_counter() - t0:.0f} s")
@@ -138,12 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"Generator {args.generator}, seeds {seeds[0]}-{seeds[-1]}: {spans:,} spans over the final week and"
               f" {args.history_days} days before it, {2 * len(seeds)}"
               f" projects (scale {args.scale}: "
-              f"{pt.SPANS_PER_WEEK * args.scale:,.0f} spans a week per project); {args.minutes:,} minutes replayed.\n")
+              f"{pt.SPANS_PER_WEEK * args.scale:,.0f} spans a week per project); {args.minutes:,} minutes replayed"
+              f"; {args.outage_burst_minutes} minutes for a burst.\n")
     print(header + "\n" + text)
     if args.markdown:
         args.markdown.write_text(header + "\n" + text + "\n")
     if args.json:
         args.json.write_text(json.dumps({"spans": spans, "scale": args.scale, "minutes": args.minutes,
+                                         "outage_burst_minutes": args.outage_burst_minutes,
                                          **report.as_dict()}, indent=1) + "\n")
     return 0
 
