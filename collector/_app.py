@@ -72,7 +72,8 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                 app.state.spool, app.state.store, app.state.counters, detect=app.state.decoder.detect
             )
             app.state.writer.start()
-            stack.callback(app.state.writer.stop)
+            # the writer stops first (its drain), cutting short a detector run under way
+            stack.callback(app.state.writer.stop, interrupt=app.state.decoder.close)
             # One evaluator and one judge per deployment, whichever collector holds the lease.
             jobs = app.state.jobs = Scheduler(app.state.counters, store=app.state.store,
                                              lease_ttl_s=settings.lease_ttl_s or LEASE_TTL_S)

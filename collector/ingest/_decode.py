@@ -291,6 +291,7 @@ class Decoder:
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
         self._detect: DetectWorker | None = None  # started at the first output to look at
         self._detect_lock = threading.Lock()
+        self._closed = False
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
         def call(limit_bytes: int) -> partial[Decoded]:
@@ -333,6 +334,8 @@ class Decoder:
             found, not_analysed = detect_rows(rows)
         else:
             with self._detect_lock:
+                if self._closed:
+                    raise WorkerLost("the collector is stopping")
                 if self._detect is None:
                     self._detect = DetectWorker(
                         self.detect_deadline_s, initializer=partial(_start_worker, os.getpid(), DETECT_NICE)
@@ -344,8 +347,10 @@ class Decoder:
         return found, not_analysed
 
     def close(self) -> None:
-        """Stop the workers: a detector run under way is abandoned, decodes under way finish."""
+        """Stop the workers: a detector run under way is abandoned (and none starts after),
+        decodes under way finish. Closing again does nothing more."""
         with self._detect_lock:
+            self._closed = True
             if self._detect is not None:
                 self._detect.close()
         for lane in (self._usual, self._large):

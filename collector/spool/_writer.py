@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from .._counters import Counters
 from ..errors import SpoolError, StoreError
@@ -107,18 +108,22 @@ class SpoolWriter:
         """A new entry is in the spool: look now instead of at the next poll."""
         self._wake.set()
 
-    def stop(self, drain_s: float = 5.0) -> None:
+    def stop(self, drain_s: float = 5.0, interrupt: Callable[[], None] | None = None) -> None:
         """Stop after at most ``drain_s`` more seconds of draining. Blocks for at most
         ``drain_s`` + :data:`INSERT_GRACE_S` seconds.
 
         What is left stays in the spool and is drained at the next start, the analysis backlog
         too (its detections are computed then and stored under the batch's token). An insert
         that outlives the grace (a store that hangs) is abandoned to the daemon thread.
+        ``interrupt``, called once the analysis is told to stop, cuts a detector run under way
+        short (the decoder's close), so a stuck detector does not hold the stop for the grace.
         """
         self._drain_until = time.monotonic() + drain_s
         self._stop.set()
         self._wake.set()
         self.backlog.stop()
+        if interrupt is not None:
+            interrupt()
         self._thread.join(drain_s + INSERT_GRACE_S)
         self.backlog.join(INSERT_GRACE_S)
 
