@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 import threading
@@ -50,7 +49,7 @@ class ChdbStore:
         # A marker in the engine's own directory (gone with it) records the schema last applied
         # and how many tables it left; a table dropped since, or any change to the DDL, applies it all again.
         statements = _schema.statements()
-        fingerprint = hashlib.sha256("\n;\n".join(statements).encode()).hexdigest()
+        fingerprint = _schema.fingerprint(statements)
         marker = self.data_dir / "clickhouse" / f"schema-{self.database}.txt"
         if marker.is_file() and marker.read_text() == f"{fingerprint} {self._table_count()}":
             return

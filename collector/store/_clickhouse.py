@@ -17,6 +17,8 @@ from . import _schema
 from ._base import decode_rows, insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Which schema this database holds (see ClickHouseStore._apply_schema); not one of the schema's tables.
+_MARKER = "schema_applied"
 
 
 
@@ -52,13 +54,35 @@ class ClickHouseStore:
             admin.command(f"CREATE DATABASE IF NOT EXISTS {self.database}{on}")
             admin.close()
             self._client = clickhouse_connect.get_client(**options, database=self.database)
-            ddl = _schema.cluster_statements(cluster, self.database) if cluster else _schema.statements()
-            for statement in ddl:
-                self._client.command(statement)
+            self._apply_schema(_schema.cluster_statements(cluster, self.database) if cluster else _schema.statements())
         except ValueError:
             raise
         except Exception as exc:
             raise StoreError(f"cannot open the ClickHouse store at {parsed.hostname}: {exc}") from exc
+
+    def _apply_schema(self, ddl: list[str]) -> None:
+        # As the embedded store does (its _apply_schema): the 60-odd DDL round trips cost ~0.5 s
+        # an open, for every collector start and CLI command. The marker lives in the database
+        # (on the node this client reaches: another node without it applies the schema again,
+        # which is idempotent), with the count of tables the schema left.
+        fingerprint = _schema.fingerprint(ddl)
+        try:
+            applied = self._client.query(f"SELECT fingerprint, tables FROM {_MARKER} ORDER BY at DESC LIMIT 1")
+            if applied.result_rows and tuple(applied.result_rows[0]) == (fingerprint, self._table_count()):
+                return
+        except Exception:  # noqa: BLE001 - no marker yet (a new database), or unreadable: apply
+            pass
+        for statement in ddl:
+            self._client.command(statement)
+        self._client.command(f"CREATE TABLE IF NOT EXISTS {_MARKER} (fingerprint String, tables UInt64,"
+                             " at DateTime64(3) DEFAULT now64(3)) ENGINE = MergeTree ORDER BY at")
+        self._client.command(f"INSERT INTO {_MARKER} (fingerprint, tables) VALUES ({{f:String}}, {{n:UInt64}})",
+                             parameters={"f": fingerprint, "n": self._table_count()})
+
+    def _table_count(self) -> int:
+        counted = self._client.query(
+            f"SELECT count() FROM system.tables WHERE database = currentDatabase() AND name != '{_MARKER}'")
+        return int(counted.result_rows[0][0])
 
     def insert(self, table: str, rows: bytes, *, dedup_token: str | None = None) -> None:
         if not rows:

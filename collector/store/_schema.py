@@ -8,6 +8,7 @@ materialized views move to the local tables, firing on the shard where rows land
 
 from __future__ import annotations
 
+import hashlib
 import re
 from importlib import resources
 
@@ -41,6 +42,11 @@ def statements() -> list[str]:
         text = _HISTOGRAM.sub(lambda m: histogram_sql(m.group(1)), text)
         out.extend(s.strip() for s in text.split(";\n") if s.strip().rstrip(";"))
     return [s.rstrip(";") for s in out]
+
+
+def fingerprint(ddl: list[str]) -> str:
+    """What a store records of the schema it applied: a change to any statement changes it."""
+    return hashlib.sha256("\n;\n".join(ddl).encode()).hexdigest()
 
 
 def cluster_statements(cluster: str, database: str) -> list[str]:

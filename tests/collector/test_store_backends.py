@@ -18,7 +18,7 @@ from infersight import sdk
 from infersight.collector import StoreError, encode_rows
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
-from infersight.collector.store import cluster_statements, held_spans
+from infersight.collector.store import ClickHouseStore, cluster_statements, held_spans
 from infersight.detectors import row_time_ns, row_time_text
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
@@ -94,6 +94,28 @@ def test_array_parameters_are_lists_and_reach_clickhouse_intact(backend):
     assert backend.query("SELECT length({a:Array(String)}) AS n", {"a": []}) == [{"n": 0}]
     (row,) = backend.query("SELECT {n:Array(UInt32)} AS n, {f:Array(Float64)} AS f", {"n": [1, 2], "f": [0.5]})
     assert (row["n"], row["f"]) == ([1, 2], [0.5])
+
+
+def test_a_server_database_gets_the_schema_when_new_damaged_or_older_and_only_then(clickhouse_http):
+    url = f"http://default:@{clickhouse_http[len('http://'):]}/schema_{uuid.uuid4().hex[:8]}"
+
+    def applied() -> list[dict]:
+        return store.query("SELECT fingerprint, tables FROM schema_applied ORDER BY at")
+
+    store = ClickHouseStore(url)
+    tables = {r["name"] for r in store.query("SELECT name FROM system.tables WHERE database = currentDatabase()")}
+    assert {"otel_traces", "llm_spans", "feedback", "alerts"} <= tables
+    assert len(applied()) == 1
+    ClickHouseStore(url).close()
+    assert len(applied()) == 1  # current: not applied again
+    store.query("DROP TABLE feedback")
+    ClickHouseStore(url).close()  # a table gone since: the count differs, applied again
+    assert len(applied()) == 2 and store.query("EXISTS TABLE feedback") == [{"result": 1}]
+    store.query("INSERT INTO schema_applied (fingerprint, tables) VALUES ('an-older-schema', {n:UInt64})",
+                {"n": applied()[-1]["tables"]})
+    ClickHouseStore(url).close()
+    assert len(applied()) == 4 and applied()[-1]["fingerprint"] == applied()[0]["fingerprint"]
+    store.close()
 
 
 def test_errors_are_store_errors(backend):
