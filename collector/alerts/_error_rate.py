@@ -53,11 +53,13 @@ Creep, judged when there is no outage; fires when all of these hold:
 A creep whose last ``outage_window_minutes`` failed at ``outage_ratio`` or more is an outage the
 outage test doubted (its spread): it fires as an outage, and is dated as one.
 
-When it fires, ``since`` is the breach's first minute, not the window's start: the start of the
-longest stretch up to now at the breaching ratio, moved on to where the next minute (outage) or
-``creep_onset_minutes`` (5, creep) reach that ratio too. The evaluator then moves it to the
-first failed call in that minute (``_rules.ErrorRule``), the time the page, its card and every
-channel give.
+When it fires, ``since`` is the breach's first minute, not the window's start. An outage's: the
+start of the stretch up to now with the most evidence of failing at ``outage_ratio`` rather than
+the usual ratio (each error counts for, each success against), so stray errors half an hour
+before it, with the successes between, are not its start. A creep's: the start of the longest
+stretch up to now at ``creep_factor`` x usual, moved on to where the next
+``creep_onset_minutes`` (5) reach that ratio too. The evaluator then moves it to the first failed
+call in that minute (``_rules.ErrorRule``), the time the page, its card and every channel give.
 
 Hold and resolve, while an alert fires and neither test breaches:
 
@@ -217,7 +219,7 @@ class ErrorRateRule:
                 # a creep test that found calls failing at an outage's ratio found an outage (one
                 # whose spread the outage test doubted): said so, and dated from its own onset,
                 # not from the stray errors of the half hour before it
-                kind, first = OUTAGE, _onset(calls, errors, self.outage_ratio)
+                kind, first = OUTAGE, _outage_start(calls, errors, self.outage_ratio, usual)
         if first is None:
             held = self._holds(calls, errors, usual, memory)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
@@ -234,7 +236,7 @@ class ErrorRateRule:
                 and _outlasts_burst(calls[window], errors[window], failed, usual, self.burst_alpha,
                                     self.burst_minutes * _PER_MINUTE)
                 and _steady(calls[window], errors[window], self.gap_alpha, self.end_alpha)):
-            return _onset(calls, errors, self.outage_ratio)
+            return _outage_start(calls, errors, self.outage_ratio, usual)
         return None
 
     def _outage_like(self, calls: np.ndarray, errors: np.ndarray) -> bool:
@@ -444,6 +446,19 @@ def _spread_like_calls(minute_errors: np.ndarray, minute_calls: np.ndarray, widt
     window = np.ones(width)
     errors, calls = np.convolve(minute_errors, window, mode="valid"), np.convolve(minute_calls, window, mode="valid")
     return bool((errors / max(minute_errors.sum(), 1.0) - calls / max(minute_calls.sum(), 1.0)).max() <= excess)
+
+
+def _outage_start(calls: np.ndarray, errors: np.ndarray, ratio: float, usual: float) -> int:
+    """Index of an outage's first bucket: where the stretch ending now most likely began to fail
+    at ``ratio`` rather than at ``usual`` (the suffix of the most evidence, a log-likelihood
+    ratio: each error counts for, each success against). Stray errors half an hour before, with
+    a stretch of successes between, are not its start, however long a stretch the two together
+    keep at ``ratio`` (:func:`_onset`, which a quiet service's outage paged late dated from them)."""
+    if usual >= ratio:
+        return _onset(calls, errors, ratio)
+    evidence = errors * math.log(ratio / usual) - (calls - errors) * math.log((1 - usual) / (1 - ratio))
+    # the first of equal maxima, counted from now: the shortest such suffix, which starts at an error
+    return len(calls) - 1 - int(np.argmax(np.cumsum(evidence[::-1])))
 
 
 def _onset(calls: np.ndarray, errors: np.ndarray, ratio: float, width: int = _PER_MINUTE) -> int:

@@ -597,6 +597,22 @@ def test_errors_that_stopped_a_few_calls_ago_are_not_an_outage():
     assert rule.evaluate("p", "svc", ServiceWindow(calls, still, still), 0.004, T0).state == BREACH
 
 
+def test_an_outage_paged_late_is_dated_from_its_start_not_from_stray_errors_before_it():
+    # 4 calls a minute, two stray errors 31 and 30 minutes ago, then every call failing for the
+    # last 7 minutes. The strays and the outage together keep 15% over the half hour, but the
+    # 90 successes between them say the outage began 7 minutes ago.
+    calls = np.zeros(BUCKETS)
+    calls[::3] = 2  # a call every 15 s
+    errors = np.zeros(BUCKETS)
+    errors[[-186, -180]] = 1
+    errors[-42:] = calls[-42:]
+    for burst_minutes in (3, 4):
+        verdict = ErrorRateRule(burst_minutes=burst_minutes).evaluate("p", "svc", ServiceWindow(calls, errors, errors),
+                                                                      0.005, T0)
+        assert verdict.state == BREACH and verdict.alert.numbers["outage"]
+        assert verdict.alert.since == (T0 - timedelta(minutes=7)).replace(second=0)
+
+
 def test_two_bursts_back_to_back_page_with_three_minutes_for_a_burst_not_with_four():
     # 12 calls a minute: half of them fail for 1.5 minutes, none for 30 s, half again for the last
     # 2 minutes (the second burst goes on). Outside the densest 3 minutes the first burst's
