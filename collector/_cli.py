@@ -71,7 +71,8 @@ _DATA_DIR = click.option(
                    "days of history.")
 @click.option("--outage-burst-minutes", default=3, show_default=True, type=click.IntRange(1, 4),
               help="Minutes a provider's error burst may last before it pages as an outage: 4 pages two bursts "
-                   "back to back less often, and a partial outage a few minutes later.")
+                   "back to back less often, and a partial outage minutes later (on a quiet service, maybe "
+                   "not at all).")
 @click.option("--cost-ratio", default=2.0, show_default=True, type=float,
               help="A tenant's or route's last hour must reach this multiple of its seasonal baseline to page.")
 @click.option("--cost-min-excess-share", default=0.5, show_default=True, type=float,

@@ -80,8 +80,9 @@ class Settings:
             the error-spike alert measures burn against.
         outage_burst_minutes: the minutes a provider's burst of errors (and its retries) may take
             before the error-spike alert calls it an outage. 3 pages a partial outage within
-            5 minutes at 8 calls a minute; 4 pages two bursts back to back 4x less often and
-            such an outage a few minutes later (BENCHMARKS.md, 'The pager').
+            5 minutes at 8 calls a minute; 4 pages two bursts back to back 4x less often, and
+            such an outage minutes later, at a dozen calls a minute now and then not at all
+            (BENCHMARKS.md, 'The pager'): for busy services whose providers burst often.
         cost_ratio: a tenant's or route's last hour must reach this multiple of its seasonal
             baseline to page as a cost anomaly.
         cost_min_excess_share, cost_min_excess_usd: and its excess must reach this share of the
