@@ -71,7 +71,10 @@ Hold and resolve, while an alert fires and neither test breaches:
    ratio explains its errors ``creep_end_odds`` (100) times better than the creep's ratio (the
    geometric mean of ``creep_factor`` x usual and the ratio of its last breach, the whole
    incident so far). A short quiet stretch of a low-rate creep is not such evidence, so it does
-   not end it;
+   not end it. One that fired as an outage, when 1 and 2 fail, holds the same way against the
+   geometric mean of ``outage_hold_ratio`` and its breach's ratio: a quiet service's outage
+   dips under both by chance (at 4 calls a minute, a 30-minute outage of 20% resolved and paged
+   again in one of six draws);
 4. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
    ``EvaluatorConfig.clear_for`` (2 minutes).
 
@@ -271,23 +274,28 @@ class ErrorRateRule:
         n, e = calls[window].sum(), errors[window].sum()
         if n and e / n >= self.outage_hold_ratio:
             return True
+        # every minute, bursts too: leaving out an incident's busiest minutes would make its end
+        every_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
+        every_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
         if memory.fired_as != OUTAGE:
-            # every minute, bursts too: leaving out a creep's busiest minutes would make its end
-            return not self._creep_ended(calls.reshape(-1, _PER_MINUTE).sum(axis=1),
-                                         errors.reshape(-1, _PER_MINUTE).sum(axis=1), usual, memory.incident_ratio)
+            return not self._ended(every_calls, every_errors, usual, self.creep_factor * usual, memory.incident_ratio)
         minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
         n_hold = minute_calls[-self.outage_hold_minutes:].sum()
         e_hold = minute_errors[-self.outage_hold_minutes:].sum()
-        return bool(e_hold >= self.hold_factor * usual * n_hold and _tail(e_hold, n_hold, usual) <= self.hold_alpha)
+        if e_hold >= self.hold_factor * usual * n_hold and _tail(e_hold, n_hold, usual) <= self.hold_alpha:
+            return True
+        # a quiet service's outage (a few calls a minute) dips under both by chance, and paged again
+        return not self._ended(every_calls, every_errors, usual, self.outage_hold_ratio, memory.incident_ratio)
 
-    def _creep_ended(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float,
-                     incident_ratio: float | None) -> bool:
+    def _ended(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float, weakest: float,
+               incident_ratio: float | None) -> bool:
         """Whether some stretch of the last ``creep_end_max_minutes`` favours the usual ratio over
-        the creep's by ``creep_end_odds`` (a likelihood ratio of the two binomials)."""
-        # between the weakest creep that pages and the breach's own ratio, which runs high: a
-        # breach is found where errors happen to crowd, and that ratio ended a 2% creep's alert
-        # in a quiet quarter hour of it
-        weakest = self.creep_factor * usual
+        the incident's by ``creep_end_odds`` (a likelihood ratio of the two binomials)."""
+        # between the weakest incident that keeps its alert and the breach's own ratio, which runs
+        # high: a breach is found where errors happen to crowd, and that ratio ended a 2% creep's
+        # alert in a quiet quarter hour of it
+        if usual >= weakest:
+            return True
         creep = min(math.sqrt(max(incident_ratio or 0.0, weakest) * weakest), 0.99)
         n = np.cumsum(minute_calls[::-1])[:self.creep_end_max_minutes]
         e = np.cumsum(minute_errors[::-1])[:self.creep_end_max_minutes]

@@ -613,6 +613,29 @@ def test_an_outage_paged_late_is_dated_from_its_start_not_from_stray_errors_befo
         assert verdict.alert.since == (T0 - timedelta(minutes=7)).replace(second=0)
 
 
+def test_a_quiet_services_outage_holds_through_a_chance_dip_and_clears_once_it_is_over():
+    # 4 calls a minute; an outage paged at 25%, its minutes failing one call in four. Its last 5
+    # minutes failed 1 call of 20: under the 10% hold, and not beyond chance at 2x the usual.
+    # Still, 19 successes at 25% are no evidence it ended (it paged again when it cleared on
+    # them); 40 in a row are.
+    calls = np.zeros(BUCKETS)
+    calls[::3] = 2
+    dip = np.zeros(BUCKETS)
+    dip[-150:-30:6] = 1
+    dip[-30] = 1
+    over = np.zeros(BUCKETS)
+    over[-180:-60:6] = 1
+    rule = ErrorRateRule()
+
+    def state(errors: np.ndarray) -> str:
+        memory = ServiceMemory(fired_as=OUTAGE, breached_at=T0 - timedelta(minutes=6),
+                               paged_until=T0 - timedelta(minutes=6), incident_ratio=0.25)
+        return rule.evaluate("p", "svc", ServiceWindow(calls, errors, errors), 0.004, T0, memory=memory).state
+
+    assert state(dip) == HOLD
+    assert state(over) == CLEAR
+
+
 def test_two_bursts_back_to_back_page_with_three_minutes_for_a_burst_not_with_four():
     # 12 calls a minute: half of them fail for 1.5 minutes, none for 30 s, half again for the last
     # 2 minutes (the second burst goes on). Outside the densest 3 minutes the first burst's
