@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.pager.creep_pages --draws 10 # a quick look
     .venv/bin/python -m bench.pager.creep_pages --before   # a creep's cleared minutes may page again
     .venv/bin/python -m bench.pager.creep_pages --ratios   # creeps to 2% and 5% of the calls for 3 h
+    .venv/bin/python -m bench.pager.creep_pages --outages  # outages of 20% for 30 min and 30% for 12 min
 
 Each draw is one service's traffic in 10-second buckets, made as ``outage_windows.py`` makes it
 (Poisson requests, failed attempts retried), with the usual error ratio (0.4%) for two hours, a
@@ -72,11 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--before", action="store_true", help="an outage's minutes alone never page again")
     parser.add_argument("--ratios", action="store_true",
                         help="creeps to an absolute error ratio (2%% and 5%%) over 3 h, instead of 4x over 1 and 3 h")
+    parser.add_argument("--outages", action="store_true",
+                        help="outages (20%% for 30 min, 30%% for 12 min) at 4-30 calls a minute, instead of creeps")
     args = parser.parse_args(argv)
-    print("| calls a minute | creep | paged | pages per paged creep | minutes to first page (median) |"
+    print("| calls a minute | incident | paged | pages per paged incident | minutes to first page (median) |"
           " minutes from end to resolve | resolved before the end | minutes shown resolved while on (mean, max) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     cases = ([(r, 180, ratio) for r in (10, 30, 60) for ratio in (0.02, 0.05)] if args.ratios
+             else [(r, m, ratio) for r in (4, 8, 16, 30) for m, ratio in ((30, 0.2), (12, 0.3))] if args.outages
              else [(r, m, 4 * USUAL) for r in (10, 30, 60) for m in (60, 180)])
     for rate, minutes, ratio in cases:
         rng = np.random.default_rng([args.seed, rate, minutes, int(ratio * 1000)])
@@ -87,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         resolves = [r[2] for r in paged if r[2] is not None]
         pages = [r[0] for r in paged]
         dark = [r[3] for r in paged]
-        what = f"{ratio:.0%}, {minutes // 60} h" if args.ratios else f"{minutes // 60} h"
+        what = (f"{ratio:.0%}, {minutes // 60} h" if args.ratios else f"{ratio:.0%}, {minutes} min" if args.outages
+                else f"{minutes // 60} h")
         print(f"| {rate} | {what} | {len(paged)}/{args.draws} | "
               f"{spread(pages)} (mean {statistics.fmean(pages) if pages else 0:.2f}) | "
               f"{statistics.median(firsts) if firsts else '–'} | {spread(resolves)} | "

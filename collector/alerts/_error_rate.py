@@ -73,8 +73,7 @@ Hold and resolve, while an alert fires and neither test breaches:
    incident so far). A short quiet stretch of a low-rate creep is not such evidence, so it does
    not end it. One that fired as an outage, when 1 and 2 fail, holds the same way against the
    geometric mean of ``outage_hold_ratio`` and its breach's ratio: a quiet service's outage
-   dips under both by chance (at 4 calls a minute, a 30-minute outage of 20% resolved and paged
-   again in one of six draws);
+   dips under both by chance, resolved and paged again (BENCHMARKS.md: 'Pages per outage');
 4. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
    ``EvaluatorConfig.clear_for`` (2 minutes).
 
