@@ -213,10 +213,9 @@ class CostRules:
                         unit: dict[Key, UnitShift]) -> dict[tuple[str, str], float]:
         """(project, route) of the routes whose last hour is at the breach ratio, paged or not, or
         whose requests got dearer (over the hour, or over its last minutes), and not one tenant's:
-        by how much. After a route's alert has
-        cleared, the tenants' last hour still holds its surge and must not page for it (and the
-        share of the spend to deflate is the same for dearer requests). Another project's route
-        of the same name is another route."""
+        by how much. After a route's alert has cleared, the tenants' last hour still holds its
+        surge and must not page for it (and the share of the spend to deflate is the same for
+        dearer requests). Another project's route of the same name is another route."""
         spent = hour.spent
         hour_ratio = {k: spent[k][60] / expected[k][60] for k in routes if k in spent and expected[k][60] > 0}
         surges = {k: ratio for k, ratio in hour_ratio.items() if ratio >= self.rule.ratio}
