@@ -72,8 +72,10 @@ Hold and resolve, while an alert fires and neither test breaches:
    geometric mean of ``creep_factor`` x usual and the ratio of its last breach, the whole
    incident so far). A short quiet stretch of a low-rate creep is not such evidence, so it does
    not end it. One that fired as an outage, when 1 and 2 fail, holds the same way against the
-   geometric mean of ``outage_hold_ratio`` and its breach's ratio: a quiet service's outage
-   dips under both by chance, resolved and paged again (BENCHMARKS.md: 'Pages per outage');
+   geometric mean of ``outage_hold_ratio`` and its breach's ratio, while a call failed in the last
+   ``outage_quiet_minutes`` (10): a quiet service's outage dips under both by chance, resolved
+   and paged again (BENCHMARKS.md: 'Pages per outage'), and one of a call every few minutes
+   would hold for hours;
 4. otherwise the verdict is clear, and the evaluator resolves the alert once the clear has lasted
    ``EvaluatorConfig.clear_for`` (2 minutes).
 
@@ -177,6 +179,9 @@ class ErrorRateRule:
     """Share of the calls failed over the outage window that keeps any firing alert."""
     outage_hold_minutes: int = 5
     """The window of the ``hold_factor`` test for an alert that fired as an outage."""
+    outage_quiet_minutes: int = 10
+    """An outage's alert holds on the evidence of its whole incident only while a call failed in
+    this many last minutes."""
     creep_end_odds: float = 100.0
     """How much better the usual ratio must explain a recent stretch than the creep's to end it."""
     creep_end_max_minutes: int = 60
@@ -283,8 +288,11 @@ class ErrorRateRule:
         e_hold = minute_errors[-self.outage_hold_minutes:].sum()
         if e_hold >= self.hold_factor * usual * n_hold and _tail(e_hold, n_hold, usual) <= self.hold_alpha:
             return True
-        # a quiet service's outage (a few calls a minute) dips under both by chance, and paged again
-        return not self._ended(every_calls, every_errors, usual, self.outage_hold_ratio, memory.incident_ratio)
+        # a quiet service's outage (a few calls a minute) dips under both by chance, and paged again;
+        # but a service of a call every few minutes would hold for hours on that evidence alone
+        quiet = errors[-self.outage_quiet_minutes * _PER_MINUTE:].sum() == 0
+        return not quiet and not self._ended(every_calls, every_errors, usual, self.outage_hold_ratio,
+                                             memory.incident_ratio)
 
     def _ended(self, minute_calls: np.ndarray, minute_errors: np.ndarray, usual: float, weakest: float,
                incident_ratio: float | None) -> bool:

@@ -634,6 +634,13 @@ def test_a_quiet_services_outage_holds_through_a_chance_dip_and_clears_once_it_i
 
     assert state(dip) == HOLD
     assert state(over) == CLEAR
+    # A call every 5 minutes: 2 successes since its last failure prove nothing, but 10 minutes
+    # without one end the alert (on that evidence alone it would hold for hours).
+    calls[:] = 0
+    calls[::30] = 1
+    sparse = np.zeros(BUCKETS)
+    sparse[-180:-60:30] = 1
+    assert state(sparse) == CLEAR
 
 
 def test_two_bursts_back_to_back_page_with_three_minutes_for_a_burst_not_with_four():
