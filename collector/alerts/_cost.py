@@ -71,8 +71,10 @@ tenant's costliest trace of the last hour:
    the floors above: the more-spend test on the tenant's whole spend, so a loop that doubles a
    busy tenant's hour pages as one that doubles a quiet tenant's does;
 3. its hour is at least ``runaway_top_factor`` (1.5) times the costliest trace of any hour of
-   the tenant's last week, before the last ``runaway_recent_hours`` (4, the loop's own hours):
-   a tenant whose long sessions are normal life does not page for one.
+   the tenant's history (the baselines' ``lookback_days``, 21), before the last
+   ``runaway_recent_hours`` (4, the loop's own hours): a tenant whose long sessions are normal
+   life does not page for one. Such sessions come a few a week, and one week's costliest fell
+   short of a session three weeks had seen larger (generator b of the pager's bench, seed 206).
 
 It holds while the trace spends (in the last :data:`RECENT` minutes), and clears once it has
 stopped: the incident is the trace itself. Holding on the tenant's last minutes instead, a loop
@@ -193,9 +195,9 @@ class CostRule:
     runaway_minutes: int = 55
     """A trace must have been spending for this many minutes of the hour to page by itself."""
     runaway_top_factor: float = 1.5
-    """A runaway's hour must be this multiple of the tenant's costliest trace-hour of the week."""
+    """A runaway's hour must be this multiple of the tenant's costliest trace-hour of its history."""
     runaway_recent_hours: int = 4
-    """The last hours left out of that week: the loop's own."""
+    """The last hours left out of that history: the loop's own."""
 
     def __post_init__(self) -> None:
         if self.ratio <= self.ongoing_ratio or self.ongoing_ratio <= 1.0:
@@ -282,9 +284,9 @@ class CostRule:
                                           hour.left_out))
         return Verdict(HOLD if self._holds(hour) else CLEAR, Alert(COST_ANOMALY, labels, "", now))
 
-    def runaway(self, key: Key, top: TopTrace | None, hour: KeyHour, week_top: float, now: datetime) -> Verdict:
+    def runaway(self, key: Key, top: TopTrace | None, hour: KeyHour, history_top: float, now: datetime) -> Verdict:
         """The verdict on one tenant's costliest trace of the last hour (the module's runaway
-        list); ``week_top`` is the costliest trace-hour of its week before the loop's own hours."""
+        list); ``history_top`` is the costliest trace-hour of its history before the loop's own hours."""
         project, dimension, value = key
         labels = {"project": project, dimension: value, "scope": "trace"}
         if top is None or top.spent_recent <= 0:  # stopped: the incident is the trace itself
@@ -295,8 +297,8 @@ class CostRule:
         if (top.first_at <= now - timedelta(minutes=self.runaway_minutes)
                 and top.key_recent >= self.ongoing_ratio * hour.expected[RECENT]
                 and key_hour >= self.ratio * baseline and key_hour - baseline >= floor
-                and top.spent_hour >= self.runaway_top_factor * week_top):
-            return Verdict(BREACH, _runaway_alert(labels, top, key_hour, baseline, week_top, now))
+                and top.spent_hour >= self.runaway_top_factor * history_top):
+            return Verdict(BREACH, _runaway_alert(labels, top, key_hour, baseline, history_top, now))
         return Verdict(HOLD, Alert(COST_ANOMALY, labels, "", now))
 
     def _spends_more(self, hour: KeyHour, spent_hour: float, baseline: float, floor: float) -> bool:
@@ -450,7 +452,7 @@ def _definitions(dimension: str, actual: float, expected: float, unit_ratio: flo
     return text
 
 
-def _runaway_alert(labels: dict[str, str], top: TopTrace, key_hour: float, baseline: float, week_top: float,
+def _runaway_alert(labels: dict[str, str], top: TopTrace, key_hour: float, baseline: float, history_top: float,
                    now: datetime) -> Alert:
     dimension, value = next((k, v) for k, v in labels.items() if k not in ("project", "scope"))
     per_hour = usd_text(top.spent_hour)
@@ -462,10 +464,11 @@ def _runaway_alert(labels: dict[str, str], top: TopTrace, key_hour: float, basel
         since=top.first_at,
         numbers={"trace_cost_usd": top.spent_hour, "trace_recent_usd": top.spent_recent, "baseline_usd": baseline,
                  "key_cost_usd": key_hour, "ratio": key_hour / baseline if baseline > 0 else 0.0,
-                 "week_top_trace_usd": week_top},
+                 "history_top_trace_usd": history_top},
         details=(f"A single session that keeps spending, such as an agent loop: trace {top.trace_id} spent"
                  f" {per_hour} over the last hour, {usd_text(top.spent_recent)} of it in the last {RECENT}"
-                 f" minutes; the costliest trace of any hour of the {dimension}'s week cost {usd_text(week_top)}."
+                 f" minutes; the costliest trace of any hour of the {dimension}'s last 3 weeks cost"
+                 f" {usd_text(history_top)}."
                  f" With this trace the {dimension} spent {usd_text(key_hour)} over the hour. The"
                  f" {dimension}'s own cost figures leave out each hour's costliest trace, this one included."),
         link="/cost?" + urlencode({dimension: value}),

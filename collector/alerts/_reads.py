@@ -316,12 +316,10 @@ class CostHistory:
         return (squares / spend if spend > 0 else 0.0), (cubes / squares if squares > 0 else 0.0)
 
     def top_trace_hour(self, key: Key, until: datetime) -> float:
-        """The costliest trace of any complete hour of the key's week before ``until``."""
-        if self._until is None:
-            return 0.0
-        week_ago = self._until - timedelta(days=7)
-        return max((moments[2] for hour, moments in self.traces.get(key, {}).items() if week_ago <= hour < until),
-                   default=0.0)
+        """The costliest trace of any complete hour the history holds (its ``days``) before
+        ``until``: long sessions come a few a week, and one week's costliest says less about how
+        large the key's sessions get than three weeks' do."""
+        return max((moments[2] for hour, moments in self.traces.get(key, {}).items() if hour < until), default=0.0)
 
     def _mean_hourly(self, key: Key, until: datetime) -> float:
         week_ago = max(until - timedelta(days=7), self.first_seen.get(key, until))

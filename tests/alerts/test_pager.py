@@ -302,14 +302,15 @@ def test_how_a_series_ended_and_its_pod_are_read_back_on_both_backends(backend, 
 def test_a_runaway_loop_in_one_trace_pages_by_its_own_spend_and_a_usual_long_session_does_not(store):
     # "loop": a tenant whose sessions are short, until one trace calls the model every minute for
     # hours at twice the tenant's usual hour; "habit": a tenant that runs such a session every day;
-    # "busy": a tenant of twice loop's traffic whose loop spends 1.5x its usual hour, 2.5x with the
-    # tenant's own calls (a loop on a busy tenant is judged on the tenant's whole hour, as the
-    # tenant's own spend is)
+    # "rare": one that ran a larger one 12 days ago (such sessions come seldom: three weeks are
+    # remembered, not one); "busy": a tenant of twice loop's traffic whose loop spends 1.5x its
+    # usual hour, 2.5x with the tenant's own calls (a loop on a busy tenant is judged on the
+    # tenant's whole hour, as the tenant's own spend is)
     project = "pager-runaway"
     rng = random.Random(12)
     rows, at, n = [], NOW - timedelta(days=15), 0
     while at < NOW:
-        for tenant, calls in (("loop", 1), ("habit", 1), ("busy", 2)):
+        for tenant, calls in (("loop", 1), ("habit", 1), ("rare", 1), ("busy", 2)):
             for _ in range(calls):
                 n += 1
                 rows.append({"project": project, "ts": ts(at), "service": "agent", "operation": "chat",
@@ -323,6 +324,8 @@ def test_a_runaway_loop_in_one_trace_pages_by_its_own_spend_and_a_usual_long_ses
                 for i in range(minutes)]
     rows += session("loop", "loop-1", NOW - timedelta(minutes=70), 70)
     rows += session("busy", "busy-loop", NOW - timedelta(minutes=70), 70, usd=0.015)
+    rows += session("rare", "rare-old", NOW - timedelta(days=12, minutes=70), 70, usd=0.012)
+    rows += session("rare", "rare-1", NOW - timedelta(minutes=70), 70)
     for day in range(15):  # habit's daily session, today's running now
         rows += session("habit", f"habit-{day}", NOW - timedelta(days=day, minutes=70), 70)
     store.insert("llm_spans", encode_rows(rows))
