@@ -223,7 +223,7 @@ class CostRules:
             # a pricier model minutes old is plain in the last minutes' requests before the
             # route's hour doubles, and a tenant mostly on that route doubles first
             if k in unit and (self.rule.dearer_hour(unit[k]) or self.rule.dearer_lately(unit[k])):
-                surges[k] = max(surges.get(k, 1.0), hour_ratio.get(k, 1.0), unit[k].ratio)
+                surges[k] = max(hour_ratio.get(k, 1.0), unit[k].ratio)  # a surging hour is in hour_ratio
         return {(k[0], k[2]): ratio for k, ratio in surges.items() if not self._one_tenant(k, hour)}
 
     def _one_tenant(self, route: Key, hour: HourWindows) -> bool:
