@@ -272,10 +272,11 @@ def _repeats(tokens: list[str]) -> tuple[float, int] | None:
     if numbers:
         keyed = [i if token in numbers else token for i, token in enumerate(tokens)]
     grams = list(zip(keyed, keyed[1:], keyed[2:], keyed[3:], strict=False))
-    # Built from the end, so each 4-gram keeps the place of its first occurrence.
-    first = dict(zip(reversed(grams), range(len(grams) - 1, -1, -1), strict=True))
+    # Each 4-gram's first place, in one pass that hashes every 4-gram once.
+    first: dict[tuple[object, ...], int] = {}
+    firsts = list(map(first.setdefault, grams, range(len(grams))))
     start = max(0, len(grams) - _SCORE_GRAMS)
-    repeated = list(map(operator.lt, map(first.__getitem__, grams[start:]), range(start, len(grams))))
+    repeated = list(map(operator.lt, firsts[start:], range(start, len(grams))))
     share = sum(repeated) / len(repeated)
     last = start + len(repeated) - 1 - repeated[::-1].index(True) if True in repeated else -1
     # The last gram may hold a word the token limit cut in half.
