@@ -146,6 +146,13 @@ DETECT_NICE = 10
 # request cannot pass, so it should be a short one.
 PREFETCH_BYTES = 320 << 10
 
+# The bulk lane's prefetch, for requests up to this: an SDK's batch with content (512 spans of a
+# 1 KB prompt and its answer, ~1 MiB) is a bulk request, and a worker left idle while each result
+# travels back decoded a flood of 3.8 MiB requests at 0.65x the rate (bench/fairness.py) and
+# stored spans with content at ~0.95x (bench/ingest.py). A larger request still waits for a free
+# worker, so another project's bulk request waits behind one such request more at most.
+BULK_PREFETCH_BYTES = 4 << 20
+
 # What a request costs in its project's share of a lane beyond its decoded bytes: the server's
 # part of any request (HTTP, spool commit), so a flood of empty requests is not free.
 REQUEST_COST_BYTES = 16 << 10
@@ -310,7 +317,7 @@ class Decoder:
                     raise
             size = self.large_bytes
         if self._large is None:
-            self._large = _Lane(self.workers, BULK_NICE)
+            self._large = _Lane(self.workers, BULK_NICE, prefetch_bytes=BULK_PREFETCH_BYTES)
         return await self._large.run(project, call(self.limit_bytes), size)
 
     def detect(self, rows: bytes, sample_every: int = 1) -> tuple[bytes, NotAnalysed]:
