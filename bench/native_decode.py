@@ -2,16 +2,18 @@
 
     .venv/bin/python bench/native_decode.py                 # 20 requests of 512 spans with content
     .venv/bin/python bench/native_decode.py --requests 40 --rounds 5
+    .venv/bin/python bench/native_decode.py --product-schema   # into the collector's otel_traces and its views
 
 The collector decodes OTLP protobuf into rows in Python (``decode_request``: ~35-50 µs a span
 with content) and chDB parses the rows again as JSONEachRow. ClickHouse can read protobuf
 itself (``FORMAT Protobuf`` with a schema) and flatten the request's nested spans with
 ``ARRAY JOIN``. This script times both on the same batch into the same plain MergeTree table (no
-views, no indexes: the parse and the write alone), in one process, in turns, CPU time of the
-process (chDB's threads included) per span:
+views, no indexes: the parse and the write alone), or with ``--product-schema`` into the
+collector's own ``otel_traces`` with its indexes and views (two stores made by ``ChdbStore``),
+in one process, in turns, CPU time of the process (chDB's threads included) per span:
 
 - **Python**: ``decode_request`` for each request, then one ``INSERT ... FORMAT JSONEachRow`` of
-  all the rows, as the writer batches them;
+  all the rows, as the writer batches them (``ChdbStore.insert`` with ``--product-schema``);
 - **ClickHouse**: the requests, length-delimited, read by ``file(..., 'Protobuf')`` with a
   minimal OTLP schema written here (scalar attribute values only), one ``INSERT ... SELECT``.
 
@@ -28,14 +30,17 @@ import resource
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import lz4.frame
 from chdb import session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import build_body  # the ingest benchmark's own bodies
+from ingest import _fresh_ids, build_body  # the ingest benchmark's own bodies
 
+from infersight.collector import ChdbStore
 from infersight.collector.ingest import decode_request
 
 # The OTLP messages and fields the probe reads, with OTLP's field numbers (opentelemetry-proto,
@@ -82,9 +87,15 @@ def _as_map(expr: str) -> str:
     return f"mapFromArrays(arrayMap(kv -> kv.key, {expr}), arrayMap(kv -> {value}, {expr}))"
 
 
-def native_insert(table: str, path: Path, schema: Path) -> str:
-    resource = _as_map("rs.resource.attributes")
-    return f"""INSERT INTO {table}
+COLUMNS = ("Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, "
+           "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage")
+
+
+def native_insert(table: str, path: Path, schema: Path, project: str) -> str:
+    """The requests at ``path`` flattened into ``table``, every resource stamped with ``project``
+    (as the collector stamps the key's project)."""
+    resource = f"mapUpdate({_as_map('rs.resource.attributes')}, map('infersight.project', '{project}'))"
+    return f"""INSERT INTO {table} ({COLUMNS})
 SELECT
     fromUnixTimestamp64Nano(toInt64(sp.start_time_unix_nano)), lower(hex(sp.trace_id)), lower(hex(sp.span_id)),
     lower(hex(sp.parent_span_id)), sp.trace_state, sp.name, arrayElement({_KINDS}, sp.kind + 1),
@@ -111,7 +122,7 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(requests: int, rounds: int) -> str:
+def run(requests: int, rounds: int, product: bool = False) -> str:
     bodies = [build_body(512, seed, content=True) for seed in range(requests)]
     spans = 512 * requests
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,37 +130,61 @@ def run(requests: int, rounds: int) -> str:
         schema = work / "otlp.proto"
         schema.write_text(SCHEMA)
         delimited = work / "requests.bin"
-        delimited.write_bytes(b"".join(_varint(len(body)) + body for body in bodies))
         rows_path = work / "rows.json"
-        db = session.Session(str(work / "db"))
-        for name in ("python_rows", "native_rows"):
-            db.query(TABLE.format(name=name))
+        if product:  # one store (one chDB path a process): the two sides are two projects
+            store = ChdbStore(work / "store")
+            sql = {name: store.query for name in ("python", "native")}
+            table = "otel_traces"
+        else:
+            db = session.Session(str(work / "db"))
+            for name in ("python", "native"):
+                db.query(TABLE.format(name=f"{name}_rows"))
+            sql = {name: db.query for name in ("python", "native")}
+            table = "{name}_rows"
         python_us: list[float] = []
         native_us: list[float] = []
-        for _ in range(rounds):
+        for round_ in range(rounds):
+            # New trace ids each round: the store drops a block it has seen (its deduplication window).
+            fresh = [_fresh_ids(body, round_ * requests + i) for i, body in enumerate(bodies)]
+            delimited.write_bytes(b"".join(_varint(len(body)) + body for body in fresh))
             start = _cpu_s()
-            decoded = [decode_request("bench", body, None, "application/x-protobuf", 1 << 30) for body in bodies]
+            decoded = [decode_request("python", body, None, "application/x-protobuf", 1 << 30) for body in fresh]
             rows = b"".join(lz4.frame.decompress(d.entry.rows_z) for d in decoded if d.entry is not None)
-            rows_path.write_bytes(rows)
-            db.query(f"INSERT INTO python_rows SELECT * FROM file('{rows_path}', 'JSONEachRow') "
-                     "SETTINGS input_format_skip_unknown_fields = 1")
+            if product:
+                store.insert("otel_traces", rows)
+            else:
+                rows_path.write_bytes(rows)
+                db.query(f"INSERT INTO python_rows SELECT * FROM file('{rows_path}', 'JSONEachRow') "
+                         "SETTINGS input_format_skip_unknown_fields = 1")
             python_us.append((_cpu_s() - start) / spans * 1e6)
             start = _cpu_s()
-            db.query(native_insert("native_rows", delimited, schema))
+            sql["native"](native_insert(table.format(name="native"), delimited, schema, "native"))
             native_us.append((_cpu_s() - start) / spans * 1e6)
-        counts = [str(db.query(f"SELECT count(), sum(length(SpanAttributes['gen_ai.input.messages'])) FROM {name}",
-                               "CSV")).strip() for name in ("python_rows", "native_rows")]
+        side = "WHERE ResourceAttributes['infersight.project'] = '{name}'" if product else ""
+        counts = [_one(sql[name], f"SELECT count(), sum(length(SpanAttributes['gen_ai.input.messages'])) "
+                                  f"FROM {table.format(name=name)} {side.format(name=name)}")
+                  for name in ("python", "native")]
         # The same spans either way: the decoded fields both paths write, compared row by row.
         fields = ("TraceId, SpanId, ParentSpanId, Timestamp, Duration, SpanName, SpanKind, ServiceName, StatusCode, "
                   "ScopeName, SpanAttributes['gen_ai.input.messages'], SpanAttributes['gen_ai.output.messages'], "
                   "SpanAttributes['gen_ai.usage.input_tokens'], SpanAttributes['infersight.tenant.id']")
-        differ = str(db.query(f"SELECT count() FROM (SELECT {fields} FROM python_rows EXCEPT SELECT {fields} "
-                              "FROM native_rows)", "CSV")).strip()
-        db.close()
+        if product:
+            python_side, native_side = side.format(name="python"), side.format(name="native")
+            differ = _one(store.query, f"SELECT count() FROM (SELECT {fields} FROM otel_traces {python_side} "
+                                       f"EXCEPT SELECT {fields} FROM otel_traces {native_side})")
+            views = [_one(store.query, "SELECT count(), round(sum(cost_usd), 6) FROM llm_spans "
+                                       f"WHERE project = '{name}'") for name in ("python", "native")]
+            store.close()
+        else:
+            differ = _one(sql["python"], f"SELECT count() FROM (SELECT {fields} FROM python_rows "
+                                         f"EXCEPT SELECT {fields} FROM native_rows)")
+            views = []
+            db.close()
     python, native = statistics.median(python_us), statistics.median(native_us)
-    return "\n".join([
-        f"{requests} requests of 512 spans with content ({spans:,} spans) a round, {rounds} rounds in turns; "
-        "CPU µs a span (median):",
+    where = "the collector's otel_traces and its views" if product else "a plain MergeTree table"
+    lines = [
+        f"{requests} requests of 512 spans with content ({spans:,} spans) a round into {where}, {rounds} rounds "
+        "in turns; CPU µs a span (median):",
         "",
         "| path | decode and insert, CPU µs a span | rows stored, input-message characters |",
         "|---|---:|---:|",
@@ -159,15 +194,28 @@ def run(requests: int, rounds: int) -> str:
         f"ClickHouse's own decoding: {native / python:.2f}x the CPU of the Python path. Rows of the Python path "
         f"without an equal row of the native one (ids, times, names, kind, status, scope, messages, tokens, "
         f"tenant): {differ}.",
-    ])
+    ]
+    if views:
+        lines.append(f"llm_spans (rows, cost), Python / native: {views[0]} / {views[1]}.")
+    return "\n".join(lines)
+
+
+def _one(query: Callable[..., Any], sql: str) -> str:
+    """The first row of ``sql``'s answer as text, from a store's or a session's query."""
+    found = query(sql) if isinstance(query.__self__, ChdbStore) else query(sql, "CSV")
+    if isinstance(found, list):
+        return ",".join(str(v) for v in found[0].values()) if found else ""
+    return str(found).strip()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="512-span requests in one batch")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--product-schema", action="store_true",
+                        help="into the collector's otel_traces and its views, not a plain table")
     args = parser.parse_args()
-    print(run(args.requests, args.rounds))
+    print(run(args.requests, args.rounds, args.product_schema))
 
 
 if __name__ == "__main__":
