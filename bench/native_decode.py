@@ -9,13 +9,16 @@ with content) and chDB parses the rows again as JSONEachRow. ClickHouse can read
 itself (``FORMAT Protobuf`` with a schema) and flatten the request's nested spans with
 ``ARRAY JOIN``. This script times both on the same batch into the same plain MergeTree table (no
 views, no indexes: the parse and the write alone), or with ``--product-schema`` into the
-collector's own ``otel_traces`` with its indexes and views (two stores made by ``ChdbStore``),
-in one process, in turns, CPU time of the process (chDB's threads included) per span:
+collector's own ``otel_traces`` with its indexes and views (one ``ChdbStore``, each side a project
+of its own), in one process, in turns, CPU time of the process (chDB's threads included) per span:
 
 - **Python**: ``decode_request`` for each request, then one ``INSERT ... FORMAT JSONEachRow`` of
   all the rows, as the writer batches them (``ChdbStore.insert`` with ``--product-schema``);
 - **ClickHouse**: the requests, length-delimited, read by ``file(..., 'Protobuf')`` with a
-  minimal OTLP schema written here (scalar attribute values only), one ``INSERT ... SELECT``.
+  minimal OTLP schema written here (scalar attribute values only), one ``INSERT ... SELECT``
+  that stamps the project as the collector does.
+
+Each round gives the spans new trace ids, so the store's deduplication window drops nothing.
 
 It is a probe, not the product: the ClickHouse side does none of what the Python side does
 besides decoding (no validation per span, no canonical attribute names for other
