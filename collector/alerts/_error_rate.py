@@ -255,7 +255,7 @@ class ErrorRateRule:
     def _creep_onset(self, calls: np.ndarray, errors: np.ndarray, usual: float, now: datetime,
                      paged_until: datetime | None) -> int | None:
         """The creep's first bucket, or ``None`` without a creep (the module's creep list)."""
-        minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
+        minute_calls, minute_errors = self._creep_minutes(_per_minute(calls), _per_minute(errors), usual)
         skip = 0
         if paged_until is not None:
             skip = min(WINDOW_MINUTES, max(0, WINDOW_MINUTES - int((now - paged_until).total_seconds() // 60)))
@@ -279,11 +279,10 @@ class ErrorRateRule:
         if n and e / n >= self.outage_hold_ratio:
             return True
         # every minute, bursts too: leaving out an incident's busiest minutes would make its end
-        every_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
-        every_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
+        every_calls, every_errors = _per_minute(calls), _per_minute(errors)
         if memory.fired_as != OUTAGE:
             return not self._ended(every_calls, every_errors, usual, self.creep_factor * usual, memory.incident_ratio)
-        minute_calls, minute_errors = self._creep_minutes(calls, errors, usual)
+        minute_calls, minute_errors = self._creep_minutes(every_calls, every_errors, usual)
         n_hold = minute_calls[-self.outage_hold_minutes:].sum()
         e_hold = minute_errors[-self.outage_hold_minutes:].sum()
         if e_hold >= self.hold_factor * usual * n_hold and _tail(e_hold, n_hold, usual) <= self.hold_alpha:
@@ -317,15 +316,14 @@ class ErrorRateRule:
                     and _spread_like_calls(minute_errors, minute_calls, self.creep_spread_minutes,
                                            self.creep_spread_excess))
 
-    def _creep_minutes(self, calls: np.ndarray, errors: np.ndarray, usual: float) -> tuple[np.ndarray, np.ndarray]:
-        """Calls and errors per minute, bursts left out: a minute with more errors than
-        ``1 + burst_minute_factor x usual x calls`` is a burst (a creep to 4x makes such a minute
-        about once in a hundred), which the outage test judges; in the creep's hour it would
-        count like a creep. The minutes either side of a burst go with it: its retries and its
-        first seconds spill into them. A minute holding ``burst_minute_max_share`` of the hour's
-        calls is the hour's traffic, not a burst in it."""
-        minute_calls = calls.reshape(-1, _PER_MINUTE).sum(axis=1)
-        minute_errors = errors.reshape(-1, _PER_MINUTE).sum(axis=1)
+    def _creep_minutes(self, minute_calls: np.ndarray, minute_errors: np.ndarray,
+                       usual: float) -> tuple[np.ndarray, np.ndarray]:
+        """Calls and errors per minute (:func:`_per_minute`), bursts left out, as new arrays: a
+        minute with more errors than ``1 + burst_minute_factor x usual x calls`` is a burst (a
+        creep to 4x makes such a minute about once in a hundred), which the outage test judges;
+        in the creep's hour it would count like a creep. The minutes either side of a burst go
+        with it: its retries and its first seconds spill into them. A minute holding
+        ``burst_minute_max_share`` of the hour's calls is the hour's traffic, not a burst in it."""
         core = ((minute_errors > 1 + np.floor(self.burst_minute_factor * usual * minute_calls))
                 & (minute_calls < self.burst_minute_max_share * minute_calls.sum()))
         burst = core.copy()
@@ -338,6 +336,12 @@ class ErrorRateRule:
         start = max(0, BUCKETS - int((now - since).total_seconds()) // BUCKET_S)
         n, e, tr = int(w.calls[start:].sum()), int(w.errors[start:].sum()), int(w.transient[start:].sum())
         return error_alert(labels, kind == OUTAGE, n, e, tr, usual, since, now)
+
+
+def _per_minute(buckets: np.ndarray) -> np.ndarray:
+    """A window's 10-second buckets summed per minute."""
+    minutes: np.ndarray = buckets.reshape(-1, _PER_MINUTE).sum(axis=1)
+    return minutes
 
 
 def _failed(w: ServiceWindow) -> np.ndarray:
