@@ -33,9 +33,7 @@ import resource
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import lz4.frame
 from chdb import session
@@ -134,16 +132,34 @@ def run(requests: int, rounds: int, product: bool = False) -> str:
         schema.write_text(SCHEMA)
         delimited = work / "requests.bin"
         rows_path = work / "rows.json"
+        # ask: the first row of a query's answer as text ("" for none); source: each side's rows
         if product:  # one store (one chDB path a process): the two sides are two projects
             store = ChdbStore(work / "store")
-            sql = {name: store.query for name in ("python", "native")}
-            table = "otel_traces"
+
+            def ask(sql: str) -> str:
+                return ",".join(str(v) for row in store.query(sql)[:1] for v in row.values())
+
+            def insert_python(rows: bytes) -> None:
+                store.insert("otel_traces", rows)
+
+            native_table, close = "otel_traces", store.close
+            source = {name: f"otel_traces WHERE ResourceAttributes['infersight.project'] = '{name}'"
+                      for name in ("python", "native")}
         else:
             db = session.Session(str(work / "db"))
-            for name in ("python", "native"):
-                db.query(TABLE.format(name=f"{name}_rows"))
-            sql = {name: db.query for name in ("python", "native")}
-            table = "{name}_rows"
+
+            def ask(sql: str) -> str:
+                return str(db.query(sql, "CSV")).strip()
+
+            def insert_python(rows: bytes) -> None:
+                rows_path.write_bytes(rows)
+                db.query(f"INSERT INTO python_rows SELECT * FROM file('{rows_path}', 'JSONEachRow') "
+                         "SETTINGS input_format_skip_unknown_fields = 1")
+
+            native_table, close = "native_rows", db.close
+            source = {name: f"{name}_rows" for name in ("python", "native")}
+            for table in source.values():
+                db.query(TABLE.format(name=table))
         python_us: list[float] = []
         native_us: list[float] = []
         for round_ in range(rounds):
@@ -152,37 +168,22 @@ def run(requests: int, rounds: int, product: bool = False) -> str:
             delimited.write_bytes(b"".join(_varint(len(body)) + body for body in fresh))
             start = _cpu_s()
             decoded = [decode_request("python", body, None, "application/x-protobuf", 1 << 30) for body in fresh]
-            rows = b"".join(lz4.frame.decompress(d.entry.rows_z) for d in decoded if d.entry is not None)
-            if product:
-                store.insert("otel_traces", rows)
-            else:
-                rows_path.write_bytes(rows)
-                db.query(f"INSERT INTO python_rows SELECT * FROM file('{rows_path}', 'JSONEachRow') "
-                         "SETTINGS input_format_skip_unknown_fields = 1")
+            insert_python(b"".join(lz4.frame.decompress(d.entry.rows_z) for d in decoded if d.entry is not None))
             python_us.append((_cpu_s() - start) / spans * 1e6)
             start = _cpu_s()
-            sql["native"](native_insert(table.format(name="native"), delimited, schema, "native"))
+            ask(native_insert(native_table, delimited, schema, "native"))
             native_us.append((_cpu_s() - start) / spans * 1e6)
-        side = "WHERE ResourceAttributes['infersight.project'] = '{name}'" if product else ""
-        counts = [_one(sql[name], f"SELECT count(), sum(length(SpanAttributes['gen_ai.input.messages'])) "
-                                  f"FROM {table.format(name=name)} {side.format(name=name)}")
+        counts = [ask(f"SELECT count(), sum(length(SpanAttributes['gen_ai.input.messages'])) FROM {source[name]}")
                   for name in ("python", "native")]
         # The same spans either way: the decoded fields both paths write, compared row by row.
         fields = ("TraceId, SpanId, ParentSpanId, Timestamp, Duration, SpanName, SpanKind, ServiceName, StatusCode, "
                   "ScopeName, SpanAttributes['gen_ai.input.messages'], SpanAttributes['gen_ai.output.messages'], "
                   "SpanAttributes['gen_ai.usage.input_tokens'], SpanAttributes['infersight.tenant.id']")
-        if product:
-            python_side, native_side = side.format(name="python"), side.format(name="native")
-            differ = _one(store.query, f"SELECT count() FROM (SELECT {fields} FROM otel_traces {python_side} "
-                                       f"EXCEPT SELECT {fields} FROM otel_traces {native_side})")
-            views = [_one(store.query, "SELECT count(), round(sum(cost_usd), 6) FROM llm_spans "
-                                       f"WHERE project = '{name}'") for name in ("python", "native")]
-            store.close()
-        else:
-            differ = _one(sql["python"], f"SELECT count() FROM (SELECT {fields} FROM python_rows "
-                                         f"EXCEPT SELECT {fields} FROM native_rows)")
-            views = []
-            db.close()
+        differ = ask(f"SELECT count() FROM (SELECT {fields} FROM {source['python']} "
+                     f"EXCEPT SELECT {fields} FROM {source['native']})")
+        views = [ask(f"SELECT count(), round(sum(cost_usd), 6) FROM llm_spans WHERE project = '{name}'")
+                 for name in ("python", "native")] if product else []
+        close()
     python, native = statistics.median(python_us), statistics.median(native_us)
     where = "the collector's otel_traces and its views" if product else "a plain MergeTree table"
     lines = [
@@ -201,14 +202,6 @@ def run(requests: int, rounds: int, product: bool = False) -> str:
     if views:
         lines.append(f"llm_spans (rows, cost), Python / native: {views[0]} / {views[1]}.")
     return "\n".join(lines)
-
-
-def _one(query: Callable[..., Any], sql: str) -> str:
-    """The first row of ``sql``'s answer as text, from a store's or a session's query."""
-    found = query(sql) if isinstance(query.__self__, ChdbStore) else query(sql, "CSV")
-    if isinstance(found, list):
-        return ",".join(str(v) for v in found[0].values()) if found else ""
-    return str(found).strip()
 
 
 def main() -> None:
