@@ -58,8 +58,9 @@ instrumentation never needs it. Until then a remembered span keeps its input mes
 came (at most :data:`REMEMBERED_PROMPT_CHARS` of them per worker; past that a prompt is hashed
 at once), so the answer is the same as if every prompt had been hashed on arrival.
 
-Not covered: a pair whose halves go to two different decode worker processes (with several
-workers, requests are spread over them), and an outer span that arrives BEFORE its inner one in
+Not covered: a pair whose halves go to two different decode worker processes (the two lanes
+are separate processes, and a lane of several workers spreads requests over them: the bulk
+lane's default has two on 2 cores), and an outer span that arrives BEFORE its inner one in
 another request: it is already counted, so the inner one is then the row left out (its timings
 are lost, never its tokens twice). A span the SDK already marked
 (``infersight.parent_llm_span``: a foreign span under our LLM span) is left as it is. Across
@@ -72,7 +73,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +95,6 @@ END_TOLERANCE_NS = 2 * 10**9
 # this in one request (a bulk load) is only checked for parent-child pairs, and across traces a
 # span is compared with at most this many of the latest spans that share its prompt.
 MAX_COMPARED = 64
-_MODEL_KEYS = (semconv.REQUEST_MODEL, semconv.RESPONSE_MODEL)
 # What the outer span knows about who made the call, copied onto the counted row when absent.
 ATTRIBUTION_KEYS = (
     semconv.TENANT, semconv.USER, semconv.ROUTE, semconv.CONVERSATION_ID,
@@ -201,16 +201,25 @@ class _Recent:
         self._lock = threading.Lock()
 
     def of_trace(self, trace_id: str) -> list[_Call]:
-        with self._lock:
-            return list(self._traces.get(trace_id, {}).values())
+        return self.of_traces((trace_id,)).get(trace_id, [])
 
-    def sharing(self, call: _Call) -> list[_Call]:
-        """The spans of other traces that share a piece of :meth:`_Call.evidence` with ``call``."""
+    def of_traces(self, trace_ids: Iterable[str]) -> dict[str, list[_Call]]:
+        """The remembered spans of each of ``trace_ids`` that has some: one lock for a request's traces."""
         with self._lock:
-            evidence = call.evidence(len(self._scopes.get(call.source, ())) > 1)
-            found = {key: other for each in evidence
-                     for key, other in self._by_evidence.get(each, {}).items() if other.trace_id != call.trace_id}
-        return list(found.values())
+            return {trace_id: list(known.values()) for trace_id in trace_ids
+                    if (known := self._traces.get(trace_id))}
+
+    def sharing(self, calls: list[_Call]) -> list[list[_Call]]:
+        """For each of ``calls``, the spans of other traces that share a piece of its
+        :meth:`_Call.evidence`."""
+        out = []
+        with self._lock:
+            for call in calls:
+                evidence = call.evidence(len(self._scopes.get(call.source, ())) > 1)
+                found = {key: other for each in evidence
+                         for key, other in self._by_evidence.get(each, {}).items() if other.trace_id != call.trace_id}
+                out.append(list(found.values()))
+        return out
 
     def add(self, calls: list[_Call]) -> None:
         with self._lock:
@@ -283,8 +292,9 @@ def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -
     by_trace: dict[str, list[_Call]] = {}
     for call, _ in here.values():
         by_trace.setdefault(call.trace_id, []).append(call)
+    remembered = recent.of_traces(by_trace)
     for trace_id, calls in by_trace.items():
-        before = [c for c in recent.of_trace(trace_id) if (trace_id, c.span_id) not in here]
+        before = [c for c in remembered.get(trace_id, ()) if (trace_id, c.span_id) not in here]
         if len(calls) + len(before) < 2:
             continue  # one call in its trace so far: nothing to pair (most traces)
         for outer, inner in _pairs(calls + before):
@@ -302,7 +312,7 @@ def _call(row: dict[str, Any]) -> _Call | None:
     tokens = attrs.get(semconv.INPUT_TOKENS), attrs.get(semconv.OUTPUT_TOKENS)
     return _Call(
         row["TraceId"], row["SpanId"], row["ParentSpanId"], start, start + int(row["Duration"]),
-        next((attrs[k] for k in _MODEL_KEYS if attrs.get(k)), ""), row["ScopeName"],
+        attrs.get(semconv.REQUEST_MODEL) or attrs.get(semconv.RESPONSE_MODEL) or "", row["ScopeName"],
         failed=row["StatusCode"] == "Error",
         response_id=attrs.get(semconv.RESPONSE_ID) or _openinference_response_id(attrs),
         usage=(tokens[0], tokens[1]) if tokens[0] and tokens[1] else None,
@@ -366,10 +376,9 @@ def _across(calls: list[_Call], recent: _Recent) -> list[tuple[_Call, _Call]]:
     """(outer, inner) pairs of ``calls`` with spans of other traces (``calls`` among them, as
     ``recent`` holds them already): condition 3 of the module, each the only candidate either way."""
     found: dict[tuple[str, str], tuple[_Call, _Call]] = {}
-    for call in calls:
-        if call.dropped or call.paired:
-            continue
-        for other in recent.sharing(call):
+    open_calls = [call for call in calls if not (call.dropped or call.paired)]
+    for call, others in zip(open_calls, recent.sharing(open_calls), strict=True):
+        for other in others:
             if other.dropped or other.paired:
                 continue
             for outer, inner in ((call, other), (other, call)):
