@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -19,6 +20,7 @@ from infersight.detectors import (
     CostLoopDetector,
     LLMCall,
     NotFittedError,
+    _cost_loops,
     parse_messages,
     prompt_hash,
     usd_text,
@@ -159,6 +161,33 @@ def test_prompt_hash_is_the_hash_of_regular_expression_normalised_text(text):
     before = re.sub(r"\s+", " ", "\n".join(lines)).strip().casefold()
     expected = hashlib.sha256(before.encode("utf-8", "replace")).hexdigest()[:16]
     assert prompt_hash(messages(text)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ab", "C", " ", "\t", "\n", "\u2003", "\u00df", "x" * 9]), max_size=60).map("".join),
+       st.integers(min_value=1, max_value=12))
+def test_prompt_hash_of_a_long_prompt_is_the_hash_of_the_whole_normalised_text(text, piece_chars):
+    # Long texts are normalised a piece at a time, cut at a blank: pieces of a few characters
+    # here, so that cuts fall everywhere (inside blank runs, before and after long words).
+    lines = [" ".join([m.role, *(part.text for part in m.parts)]) for m in parse_messages(messages(text))]
+    before = re.sub(r"\s+", " ", "\n".join(lines)).strip().casefold()
+    expected = hashlib.sha256(before.encode("utf-8", "replace")).hexdigest()[:16]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_cost_loops, "_PIECE_CHARS", piece_chars)
+        assert prompt_hash(messages(text)) == expected
+
+
+def test_hashing_a_huge_prompt_holds_a_piece_of_it_at_a_time():
+    # A 60 MiB prompt once took ~0.9 GiB to hash (a word object for each of its 10 million words),
+    # in a decode worker whose stated bound is 406 MiB.
+    prompt = messages("All work and no play makes a dull prompt. " * 200_000)  # 8.4 MB
+    tracemalloc.start()
+    try:
+        prompt_hash(prompt)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(prompt)  # the parsed text and one piece; it was 15x
 
 
 def test_prompt_hash_of_nothing_is_empty():
