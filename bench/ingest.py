@@ -161,6 +161,8 @@ class IngestResult:
     max_spool_age_s: float  # oldest unstored entry, sampled during the load: ack -> queryable, worst seen
     max_rss_mib: float  # collector and its workers together, sampled during the load
     cpu_by_place: dict[str, float]  # CPU_PLACES -> CPU time over load time (1.0 = one core)
+    max_backlog: int = 0  # stored spans the detectors had yet to analyse, worst seen during the load
+    sampled: int | None = None  # outputs the detectors left out (behind their backlog bound); None: not known
 
     @property
     def acked_per_s(self) -> float:
@@ -196,7 +198,7 @@ class Collector:
     def metric(self, name: str) -> float | None:
         """A value from ``/metrics`` (Prometheus text), or None if the collector has no such metric."""
         text = self.http.get(f"{self.url}/metrics").text
-        match = re.search(rf"^infersight_{name} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
+        match = re.search(rf"^{re.escape('infersight_' + name)} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
         return None if match is None else float(match.group(1))
 
     def _processes(self) -> list[Path]:
@@ -259,6 +261,8 @@ class Collector:
         self.process.stop()
 
 
+# Outputs the detectors skipped while behind (past their backlog bound they analyse 1 in N).
+SAMPLED_METRIC = 'outputs_not_analysed_total{reason="sampled"}'
 CPU_PLACES = ("decode workers", "server: Python (HTTP, spool, writer)", "chDB: inserts and views",
               "chDB: merges", "other, and threads that ended during the load")
 
@@ -369,11 +373,14 @@ def load(
 
     ages: list[float] = []
     rss: list[float] = []
+    backlog: list[float] = []
+    sampled_before = c.metric(SAMPLED_METRIC)
 
     def monitor() -> None:
-        # Four times a second: cheap next to the load (one small GET, a few /proc reads).
+        # Four times a second: cheap next to the load (a few small GETs, a few /proc reads).
         while not stop_monitor.wait(0.25):
             ages.append(c.metric("spool_oldest_age_seconds") or 0.0)
+            backlog.append(c.metric("detection_backlog_spans") or 0.0)
             rss.append(c.rss_mib())
 
     started = time.monotonic()
@@ -404,8 +411,12 @@ def load(
 
     drain_s = wait_until(lambda: c.stored_spans() - stored_before >= acked, drain_timeout_s)
     stored = c.stored_spans() - stored_before
+    wait_until(lambda: c.metric("detection_backlog_spans") == 0, drain_timeout_s)
+    sampled_after = c.metric(SAMPLED_METRIC)
+    sampled = None if sampled_before is None or sampled_after is None else int(sampled_after - sampled_before)
     return IngestResult(batch, content, len(bodies[0]), ok, failed, acked, load_s, stored_during, drain_s, stored,
-                        latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0), by_place)
+                        latencies, cpu, client_cpu, max(ages, default=0.0), max(rss, default=0.0), by_place,
+                        int(max(backlog, default=0.0)), sampled)
 
 
 def _own_cpu_seconds() -> float:
@@ -538,8 +549,8 @@ def compare_load(collectors: list[str], content: bool, seconds: float, rounds: i
     lines = [f"512 spans/request, {'with' if content else 'without'} content, {CLIENT_THREADS} threads, "
              f"{rounds} x {seconds:.0f} s each, in turns; CPU in µs per acknowledged span (median of the rounds)",
              "", "| collector | acked spans/s | stored spans/s end to end | ack -> stored, worst s | all stored | "
-             + " | ".join(CPU_PLACES) + " | collector CPU |",
-             "|---|---:|---:|---:|---|" + "---:|" * (len(CPU_PLACES) + 1)]
+             "detection backlog, worst spans | outputs sampled | " + " | ".join(CPU_PLACES) + " | collector CPU |",
+             "|---|---:|---:|---:|---|---:|---:|" + "---:|" * (len(CPU_PLACES) + 1)]
     for path, results in got.items():
         def median(values: list[float]) -> float:
             return statistics.median(values) if values else float("nan")
@@ -550,10 +561,17 @@ def compare_load(collectors: list[str], content: bool, seconds: float, rounds: i
             f"| {path} | {median([r.acked_per_s for r in results]):,.0f} "
             f"| {median([r.stored_per_s or 0.0 for r in results]):,.0f} "
             f"| {median([r.max_spool_age_s for r in results]):.1f} "
-            f"| {'yes' if all(r.spans_stored == r.spans_acked for r in results) else 'NO'} | "
+            f"| {'yes' if all(r.spans_stored == r.spans_acked for r in results) else 'NO'} "
+            f"| {max(r.max_backlog for r in results):,} | {_sampled(results)} | "
             + " | ".join(f"{v:.0f}" for v in per_span) + f" | {total:.0f} |"
         )
     return "\n".join(lines)
+
+
+def _sampled(results: list[IngestResult]) -> str:
+    """Outputs left out by the detectors over all ``results`` ("n/a": a build that does not count them)."""
+    known = [r.sampled for r in results if r.sampled is not None]
+    return f"{sum(known):,}" if known else "n/a"
 
 
 STAGES = (
@@ -649,8 +667,9 @@ def format_table(results: list[IngestResult]) -> str:
         "",
         "| spans/request | content | body KiB | requests | spans acked | acked spans/s | stored during load "
         "| drain s | stored spans/s (end to end) | vs 20k/s | spans stored | ack p50 ms | ack p99 ms "
-        "| ack -> stored, worst s | collector CPU | collector RSS MiB | client CPU | failed |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ack -> stored, worst s | detection backlog, worst spans | outputs sampled | collector CPU "
+        "| collector RSS MiB | client CPU | failed |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         e2e = r.stored_per_s
@@ -663,7 +682,7 @@ def format_table(results: list[IngestResult]) -> str:
             f"{'n/a' if e2e is None else f'{e2e:,.0f}'} | "
             f"{(e2e or 0) / TARGET_SPANS_PER_S:.0%} | {r.spans_stored:,}{check} | "
             f"{r.latency_ms(0.50):.0f} | {r.latency_ms(0.99):.0f} | {r.max_spool_age_s:.1f} | "
-            f"{r.collector_cpu_s / r.load_s:.0%} | {r.max_rss_mib:,.0f} | "
+            f"{r.max_backlog:,} | {_sampled([r])} | {r.collector_cpu_s / r.load_s:.0%} | {r.max_rss_mib:,.0f} | "
             f"{r.client_cpu_s / r.load_s:.0%} | {r.requests_failed} |"
         )
     return "\n".join(lines)

@@ -61,10 +61,8 @@ def create_app(settings: Settings, *, store: Store | None = None) -> FastAPI:
                 keys = open_keys(settings, app.state.store)
                 stack.callback(keys.close)
                 app.state.authenticator = Authenticator(keys)
-            workers = settings.decode_workers
             app.state.decoder = Decoder(
-                default_workers() if workers is None else workers,
-                bulk_workers=default_workers(bulk=True) if workers is None else None,  # set: both lanes
+                default_workers() if settings.decode_workers is None else settings.decode_workers,
                 limit_bytes=settings.max_body_bytes,
                 window=settings.ingest_window,
                 detect_deadline_s=settings.detect_deadline_s,

@@ -44,9 +44,8 @@ _DATA_DIR = click.option(
 @click.option("--spool-max-mib", default=1024, show_default=True, type=int,
               help="Spool size (compressed) at which /v1/traces answers 503 until the store catches up.")
 @click.option("--decode-workers", type=click.IntRange(min=0),
-              help="Processes decoding OTLP before the ack, in each of two lanes (bodies up to 512 KiB decoded, "
-                   "and larger ones); the inline detectors run after the ack, in one more [default: one per "
-                   "core but one, and one per core for the larger bodies, 1 to 4; 0: in the server process].")
+              help="Processes decoding OTLP before the ack (the inline detectors run after it, in one more) "
+                   "[default: one per core but one, 1 to 4; 0: in the server process].")
 @click.option("--ingest-days-back", default=30, show_default=True, type=int,
               help="Spans that started longer ago than this are rejected (OTLP partial_success).")
 @click.option("--ingest-days-ahead", default=1, show_default=True, type=int,

@@ -70,9 +70,8 @@ class Settings:
         project: the project of every request when ``auth`` is off. With ``auth`` on, the
             project comes from each request's key.
         spool_max_bytes: spool size (compressed) at which ``/v1/traces`` answers 503.
-        decode_workers: processes that decode OTLP in each of the two lanes (requests up to
-            512 KiB decoded, and larger ones); ``None``: one per core but one in the first, one
-            per core in the bulk lane (at least one, at most four each); 0: in the server process.
+        decode_workers: processes that decode OTLP and run the inline detectors; ``None``: one
+            per core but one (at least one, at most four); 0: in the server process.
         alerts: run the alert evaluator (every ``evaluation_interval_s``) in this process. A
             deployment runs exactly one evaluator.
         digest_hour_utc: from this hour (UTC) each day, yesterday's daily digest goes out through

@@ -99,14 +99,9 @@ def _project_in(line: bytes) -> str:
 ROWS_PER_BODY_BYTE = 4
 
 
-def default_workers(bulk: bool = False) -> int:
-    """Decode workers for a lane on this machine, at most four. The fast lane: one per core but
-    the one the server process keeps (HTTP, spool, writer). The bulk lane (``bulk``): one per
-    core, since its workers run at :data:`BULK_NICE` and so take only the CPU that the server and
-    the fast lane leave; on 2 cores a second one stored spans with content (1 MiB requests) at
-    1.09-1.20x the rate (bench/ingest.py)."""
-    cores = os.cpu_count() or 2
-    return min(4, max(1, cores if bulk else cores - 1))
+def default_workers() -> int:
+    """One core for the server process (HTTP, spool, writer), the rest decode; at most four."""
+    return min(4, max(1, (os.cpu_count() or 2) - 1))
 
 
 def _start_worker(server_pid: int, nice: int = 0) -> None:
@@ -137,13 +132,11 @@ def _warm() -> None:
 # usual 512-span batch without content (272 KiB), not the one with content (~1 MiB).
 LARGE_BODY_BYTES = 512 << 10
 
-# The bulk lane yields the CPU to the fast lane and the server (which every ack waits on). With a
-# worker per core it would take nearly all the rest from the detectors at any lower niceness; at
-# the detectors' own, a content flood leaves them a third of it (bench/fairness.py at 5, on 2 cores:
-# another project's single span waited 6-12 ms at the median under a bulk flood, against 4-9 at 10).
-BULK_NICE = 10
+# The bulk lane yields the CPU to the fast lane and the server (which every ack waits on), and
+# takes it from the detectors (which nobody waits on).
+BULK_NICE = 5
 
-# The detectors' worker yields the CPU to the server and the fast lane (which an exporter waits on).
+# The detectors' worker yields the CPU to decoding (which an exporter waits on) and to the server.
 DETECT_NICE = 10
 
 # The fast lane hands the pool one request more than it has workers, if that request is at most
@@ -276,14 +269,13 @@ class Decoder:
     """Runs :func:`decode_request` in ``workers`` spawned processes (0: in a server thread).
 
     Two lanes, by how large a request decodes (its length, or gzip's stated size): up to
-    ``large_bytes`` in the fast lane, larger in a bulk lane of ``bulk_workers`` more processes
-    (default: as many as ``workers``) at a lower CPU priority, started at the first such request.
-    So a bulk request delays the others by no more than the CPU it leaves them, whatever its
-    compressed size; within a lane, waiting requests are taken by each project's share of work
-    (bytes), so one project's flood does not queue another project's request behind all of it.
-    A worker that dies (killed, out of memory) fails the requests it had with
-    :class:`WorkerLost`, which the receiver answers with 503 so the exporter retries, and its
-    pool is replaced for the next request.
+    ``large_bytes`` in the fast lane, larger in a bulk lane of ``workers`` more processes at a
+    lower CPU priority, started at the first such request. So a bulk request delays the others
+    by no more than the CPU it leaves them, whatever its compressed size; within a lane, waiting
+    requests are taken by each project's share of work (bytes), so one project's flood does not
+    queue another project's request behind all of it. A worker that dies (killed, out of
+    memory) fails the requests it had with :class:`WorkerLost`, which the receiver answers with
+    503 so the exporter retries, and its pool is replaced for the next request.
     """
 
     def __init__(
@@ -294,14 +286,10 @@ class Decoder:
         window: IngestWindow | None = None,
         large_bytes: int = LARGE_BODY_BYTES,
         detect_deadline_s: float = DETECT_DEADLINE_S,
-        bulk_workers: int | None = None,
     ) -> None:
         if workers < 0:
             raise ValueError(f"The 'workers' parameter of Decoder must be 0 or more; got {workers}.")
-        if bulk_workers is not None and bulk_workers < 1:
-            raise ValueError(f"The 'bulk_workers' parameter of Decoder must be 1 or more; got {bulk_workers}.")
         self.workers = workers
-        self.bulk_workers = workers if bulk_workers is None else bulk_workers
         self.limit_bytes = limit_bytes
         self.large_bytes = large_bytes
         self.detect_deadline_s = detect_deadline_s
@@ -329,7 +317,7 @@ class Decoder:
                     raise
             size = self.large_bytes
         if self._large is None:
-            self._large = _Lane(self.bulk_workers, BULK_NICE, prefetch_bytes=BULK_PREFETCH_BYTES)
+            self._large = _Lane(self.workers, BULK_NICE, prefetch_bytes=BULK_PREFETCH_BYTES)
         return await self._large.run(project, call(self.limit_bytes), size)
 
     def detect(self, rows: bytes, sample_every: int = 1) -> tuple[bytes, NotAnalysed]:

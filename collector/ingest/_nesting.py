@@ -59,11 +59,11 @@ came (at most :data:`REMEMBERED_PROMPT_CHARS` of them per worker; past that a pr
 at once), so the answer is the same as if every prompt had been hashed on arrival.
 
 Not covered: a pair whose halves go to two different decode worker processes (the two lanes
-are separate processes, and a lane of several workers spreads requests over them: the bulk
-lane's default has two on 2 cores), and an outer span that arrives BEFORE its inner one in
-another request: it is already counted, so the inner one is then the row left out (its timings
-are lost, never its tokens twice). A span the SDK already marked
-(``infersight.parent_llm_span``: a foreign span under our LLM span) is left as it is. Across
+are separate processes, and a lane of several workers spreads requests over them), and an
+outer span that arrives BEFORE its inner one in another request: it is already counted, so
+the inner one is then the row left out (its timings are lost, never its tokens twice). A span
+the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
+left as it is. Across
 traces, also not covered: a failed call whose client span records no prompt (openai-v2 keeps it
 in log events) or that fails beside a concurrent call of the same prompt is counted twice, and a
 prompt many calls share is remembered for its latest :data:`MAX_COMPARED` spans only.

@@ -10,8 +10,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-import pytest
-
 from infersight.collector.ingest import Decoder
 from infersight.collector.ingest._decode import Decoded, _Lane, decoded_size_hint
 from infersight.collector.ingest._otlp import JSON
@@ -189,27 +187,3 @@ def test_the_size_hint_reads_gzip_s_trailer():
     assert decoded_size_hint(gzip.compress(body), "gzip") == 100_000
     assert decoded_size_hint(gzip.compress(body), None) < 1_000  # not declared gzip: the body as sent
     assert decoded_size_hint(body, "identity") == 100_000
-
-
-def test_the_bulk_lane_decodes_as_many_requests_at_once_as_it_has_workers():
-    # Two bulk requests at once: with a bulk lane of two workers, the second is not held for the
-    # first (the pool is handed both and starts a second process); the fast lane keeps its one.
-    bulky, _ = genai_spans_json(4_000)
-    small, _ = genai_spans_json(1)
-    decoder = Decoder(1, bulk_workers=2, limit_bytes=1 << 30, large_bytes=256 << 10)
-
-    async def scenario() -> tuple[list[int], int, int]:
-        await decoder.decode("a", small, None, JSON)
-        both = await asyncio.gather(decoder.decode("a", bulky, None, JSON), decoder.decode("b", bulky, None, JSON))
-        assert decoder._large is not None and decoder._usual is not None
-        return [d.spans for d in both], len(decoder._large.pool._processes), len(decoder._usual.pool._processes)
-
-    try:
-        assert asyncio.run(scenario()) == ([4_000, 4_000], 2, 1)
-    finally:
-        decoder.close()
-
-
-def test_a_bulk_lane_needs_a_worker():
-    with pytest.raises(ValueError, match="'bulk_workers' parameter of Decoder must be 1 or more; got 0"):
-        Decoder(1, bulk_workers=0, limit_bytes=1 << 20)
