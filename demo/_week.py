@@ -79,11 +79,18 @@ class Incident:
 
 def past_incident(now_s: float) -> Incident:
     """The incident: ``support-bot`` at the latest 14:10 UTC (a busy hour) that ended two hours or
-    more before ``now_s``. So it falls in the last day, which the Alerts page shows by default, and
-    out of the last hour, which the live collector's rules read."""
+    more before ``now_s``, unless that one began 23 hours or more before it (from 13:10 to 16:40
+    UTC): then at the latest ten minutes that end two hours before it (10:40 to 14:10 UTC, busy
+    hours too). So its alert's events fall in the last day, which the Alerts page shows by default,
+    and out of the last hour, which the live collector's rules read."""
+    minutes = Incident(SUPPORT_BOT.name, 0.0).minutes
+    latest = now_s - 2 * HOUR_S - minutes * 60  # the latest start that ends two hours before now
     start = math.floor(now_s / DAY_S) * DAY_S + 14 * HOUR_S + 10 * 60
-    incident = Incident(SUPPORT_BOT.name, start)
-    return incident if incident.end_s <= now_s - 2 * HOUR_S else Incident(SUPPORT_BOT.name, start - DAY_S)
+    if start > latest:
+        start -= DAY_S
+    if start <= now_s - DAY_S + HOUR_S:  # its firing and resolving would be a day old, or nearly
+        start = math.floor(latest / 600) * 600
+    return Incident(SUPPORT_BOT.name, start)
 
 
 def hourly_weight(t_s: float) -> float:

@@ -115,3 +115,14 @@ def test_a_few_percent_of_requests_get_thumbs_mostly_down_where_the_answer_faile
     for _ in again.bodies():
         pass
     assert [f.item() for f in again.feedback] == [f.item() for f in feedback]
+
+
+def test_the_incident_ends_two_hours_before_now_and_began_within_the_last_day_at_any_time_of_day():
+    # Its alert fires a few minutes in and resolves a few after its end: the Alerts page's default
+    # day must hold both, and the live rules' last hour neither (at 14:10-16:40 UTC a 14:10 incident
+    # is either too recent today or more than a day old).
+    for minute in range(0, 24 * 60, 5):
+        now = MONDAY + 3 * 86400 + minute * 60
+        incident = past_incident(now)
+        assert incident.end_s <= now - 2 * 3600, minute
+        assert incident.start_s > now - 86400 + 3600, minute
