@@ -18,10 +18,25 @@ import the detectors, while the detectors may import nothing of ours.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 TEXT = "text"
+
+# orjson (the collector's) where installed, for documents up to _FAST_MAX_CHARS: it read the
+# benchmark's 0.4 KB answers in 0.6 µs against json's 3.9, and the collector parses one per span
+# it analyses. Larger ones go to json: orjson's parse holds ~12x the text (104 MiB for an 8.4 MB
+# prompt; json 8). orjson reads text exactly as json does; what it refuses (NaN, lone surrogates,
+# nesting past 1024) goes to json, and so does a document with a part other than text, which is
+# shown as its JSON: orjson reads an integer past 64 bits as a float, json as the integer. The
+# same messages come out. The SDK, which installs no orjson, uses json.
+_fast_loads: Callable[[str], Any] | None
+try:
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - the SDK's own install
+    _fast_loads = None
+_FAST_MAX_CHARS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +65,32 @@ def parse_messages(raw: str | None) -> tuple[ChatMessage, ...]:
     """The messages of a stored messages string; ``()`` when empty. Never raises."""
     if not isinstance(raw, str) or not raw:
         return ()
+    if _fast_loads is not None and len(raw) <= _FAST_MAX_CHARS:
+        try:
+            messages = _read(_fast_loads(raw), raw)
+        except ValueError:  # orjson.JSONDecodeError is a ValueError
+            pass
+        else:
+            if all(part.type == TEXT for message in messages for part in message.parts):
+                return messages
     try:
         document = json.loads(raw)
     except (ValueError, RecursionError):
         return (ChatMessage("", (MessagePart(TEXT, raw),)),)
-    if isinstance(document, dict):  # one message alone
-        return (_message(document),)
-    if not isinstance(document, list):
-        return (ChatMessage("", (MessagePart(TEXT, raw),)),)
-    return tuple(_message(item) for item in document)
+    return _read(document, raw)
 
 
 def messages_text(raw: str | None) -> str:
     """All the text of a stored messages string, message after message, joined with newlines."""
     return "\n".join(text for message in parse_messages(raw) if (text := message.text))
+
+
+def _read(document: Any, raw: str) -> tuple[ChatMessage, ...]:
+    if isinstance(document, dict):  # one message alone
+        return (_message(document),)
+    if not isinstance(document, list):
+        return (ChatMessage("", (MessagePart(TEXT, raw),)),)
+    return tuple(_message(item) for item in document)
 
 
 def _message(item: Any) -> ChatMessage:
@@ -79,9 +106,10 @@ def _message(item: Any) -> ChatMessage:
     listed = item.get("parts")
     if isinstance(listed, list):
         parts.extend(_part(part, text_key="content") for part in listed)
-    rest = {key: value for key, value in item.items() if key not in ("role", "content", "parts")}
-    if not parts and rest:  # e.g. an assistant turn that is only tool calls: shown, never lost
-        parts.append(_other(rest))
+    if not parts:  # e.g. an assistant turn that is only tool calls: shown, never lost
+        rest = {key: value for key, value in item.items() if key not in ("role", "content", "parts")}
+        if rest:
+            parts.append(_other(rest))
     return ChatMessage(role if isinstance(role, str) else "", tuple(parts))
 
 

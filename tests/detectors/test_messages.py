@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from infersight.collector.ingest._detect import span_text
 from infersight.dashboards._traces import messages as trace_view_messages
-from infersight.detectors import ChatMessage, MessagePart, messages_text, parse_messages, prompt_hash
+from infersight.detectors import ChatMessage, MessagePart, _messages, messages_text, parse_messages, prompt_hash
 from infersight.judges._content import answer_text
 from infersight.judges._content import parse_messages as judge_messages
 
@@ -93,3 +93,32 @@ def test_never_raises_and_every_surface_answers(raw):
     assert isinstance(prompt_hash(raw), str)
     assert isinstance(answer_text(raw), str)
     assert trace_view_messages(raw) is None or all(isinstance(m["text"], str) for m in trace_view_messages(raw))
+
+
+@given(st.one_of(json_values.map(json.dumps), json_values.map(lambda v: json.dumps(v, ensure_ascii=False)),
+                 st.text(max_size=40)))
+def test_messages_read_as_the_standard_parser_reads_them(raw):
+    # The collector parses with orjson where it can (several times faster on an answer); the
+    # messages must be those the standard library's parser gives.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_messages, "_fast_loads", None)
+        expected = parse_messages(raw)
+    assert parse_messages(raw) == expected
+
+
+@pytest.mark.parametrize("raw", [
+    '[{"role": "user", "content": "hi", "score": NaN}]',  # json reads NaN, orjson refuses it
+    '[{"role": "user", "content": "hi", "id": 123456789012345678901234567890}]',  # past 64 bits
+    '[{"role": "user", "content": "\\ud800 alone"}]',  # a lone surrogate
+])
+def test_what_orjson_refuses_or_reads_otherwise_is_read_as_before(raw):
+    assert _messages._fast_loads is not None  # the collector's install: orjson is there
+    (message,) = parse_messages(raw)
+    assert message.role == "user" and message.parts[0].text.endswith(("hi", "alone"))
+
+
+def test_a_long_integer_in_a_tool_call_stays_an_integer():
+    # orjson would read it as a float: the tool call's JSON would say 1.2345678901234568e+29
+    raw = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": 123456789012345678901234567890}]}])
+    (message,) = parse_messages(raw)
+    assert "123456789012345678901234567890" in message.parts[0].text
