@@ -63,10 +63,10 @@ are separate processes, and a lane of several workers spreads requests over them
 outer span that arrives BEFORE its inner one in another request: it is already counted, so
 the inner one is then the row left out (its timings are lost, never its tokens twice). A span
 the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
-left as it is. Across
-traces, also not covered: a failed call whose client span records no prompt (openai-v2 keeps it
-in log events) or that fails beside a concurrent call of the same prompt is counted twice, and a
-prompt many calls share is remembered for its latest :data:`MAX_COMPARED` spans only.
+left as it is. Across traces, also not covered: a failed call whose client span records no
+prompt (openai-v2 keeps it in log events) or that fails beside a concurrent call of the same
+prompt is counted twice, and a prompt many calls share is remembered for its latest
+:data:`MAX_COMPARED` spans only.
 """
 
 from __future__ import annotations
