@@ -29,10 +29,6 @@ from ._nesting import counted_call
 
 _OUTPUT_MARK = f'"{semconv.OUTPUT_MESSAGES}"'.encode()  # as encode_rows writes the key: a cheap filter on bytes
 MAX_OUTPUT_CHARS = 1 << 20
-# Rows longer than this are parsed by json: orjson's parse holds ~14x the text at once (112 MiB
-# for a row with an 8 MiB prompt, json 9), and a 64 MiB body's row would take the detectors'
-# worker far past its bound. Below it orjson is the faster by several times.
-_ORJSON_MAX_BYTES = 1 << 20
 
 NotAnalysed = dict[tuple[str, str], int]
 """Outputs not analysed, by (reason, project)."""
@@ -124,7 +120,7 @@ def detect_lines(lines: Iterable[bytes], found: list[bytes], not_analysed: NotAn
             continue
         if progress is not None:
             progress(i)
-        row = orjson.loads(line) if len(line) <= _ORJSON_MAX_BYTES else json.loads(line)
+        row = orjson.loads(line)
         rows, reason = analyse(row)
         if rows:
             found.append(encode_rows(rows))
