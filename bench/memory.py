@@ -1,8 +1,9 @@
 """The collector's peak memory under compressible load, against the bound ARCHITECTURE.md states.
 
 Starts ``infersight collector`` (embedded store, default settings: 64 MiB body limit) and
-1. sends a backlog of compressible 60 MiB spans (one span a request, gzip, ~60 KiB on the wire)
-   faster than the writer stores them, and waits until every one is stored;
+1. sends a backlog of compressible 60 MiB spans (one span a request, gzip, ~60 KiB on the wire;
+   a 60 MiB prompt and a short answer, so the detectors read each whole row) faster than the
+   writer stores them, and waits until every one is stored;
 2. sends many small gzip requests at once, each inflating to ~60 MiB of spans (2,000 spans of
    30 KiB each), from many client threads, and waits until every one is stored.
 Prints the server process's peak RSS (VmHWM) and the decode and detect workers' (sampled every
@@ -53,13 +54,16 @@ def _body(spans: int, attribute_bytes: int, seed: int) -> bytes:
     now = time.time_ns()
     text = ("All work and no play makes a dull prompt. " * (attribute_bytes // 42 + 1))[:attribute_bytes]
     messages = '[{"role":"user","parts":[{"type":"text","content":"' + text + '"}]}]'
+    # An answer on the large spans: the detectors then parse their whole row (prompt included).
+    answer = [kv("gen_ai.output.messages", '[{"role":"assistant","parts":[{"type":"text","content":"Noted."}]}]')
+              ] if spans == 1 else []
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
         resource=Resource(attributes=[kv("service.name", "memory-bench")]),
         scope_spans=[ScopeSpans(scope=InstrumentationScope(name="bench"), spans=[
             Span(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name="chat gpt-4o-mini", kind=3,
                  start_time_unix_nano=now - 1_000_000, end_time_unix_nano=now,
                  attributes=[kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", "gpt-4o-mini"),
-                             kv("gen_ai.input.messages", messages)])
+                             kv("gen_ai.input.messages", messages), *answer])
             for _ in range(spans)
         ])],
     )])

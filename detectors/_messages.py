@@ -26,11 +26,13 @@ TEXT = "text"
 
 # orjson (the collector's) where installed, for documents up to _FAST_MAX_CHARS: it read the
 # benchmark's 0.4 KB answers in 0.6 µs against json's 3.9, and the collector parses one per span
-# it analyses. Larger ones go to json: orjson's parse holds ~12x the text (104 MiB for an 8.4 MB
-# prompt; json 8). orjson reads text exactly as json does; what it refuses (NaN, lone surrogates,
-# nesting past 1024) goes to json, and so does a document with a part other than text, which is
-# shown as its JSON: orjson reads an integer past 64 bits as a float, json as the integer. The
-# same messages come out. The SDK, which installs no orjson, uses json.
+# it analyses. Larger ones (prompts hashed for pairing) go to json: orjson's parse keeps twice the
+# text resident at its peak (120 MiB for a 60 MiB prompt; json 60) in a decode worker whose bound
+# is 406 MiB, and such a prompt is read once. orjson reads text exactly as json does; what it
+# refuses (NaN, lone surrogates, nesting past 1024) goes to json, and so does a document with a
+# part other than text, which is shown as its JSON: orjson reads an integer past 64 bits as a
+# float, json as the integer. The same messages come out. The SDK, which installs no orjson,
+# uses json.
 _fast_loads: Callable[[str], Any] | None
 try:
     from orjson import loads as _fast_loads
