@@ -218,8 +218,9 @@ class ErrorRateRule:
         labels = {"project": project, "service": service}
         first = self._outage_onset(w, calls, errors, usual)
         kind = OUTAGE
+        minute_calls, minute_errors = _per_minute(calls), _per_minute(errors)  # for the creep test and the hold
         if first is None:
-            kind, first = CREEP, self._creep_onset(calls, errors, usual, now, memory.paged_until)
+            kind, first = CREEP, self._creep_onset(minute_calls, minute_errors, usual, now, memory.paged_until)
             if first is not None and _failed(w)[first:].sum() < self.min_failed_requests:
                 first = None
             if first is not None and self._outage_like(calls, errors):
@@ -228,7 +229,7 @@ class ErrorRateRule:
                 # not from the stray errors of the half hour before it
                 kind, first = OUTAGE, _outage_start(calls, errors, self.outage_ratio, usual)
         if first is None:
-            held = self._holds(calls, errors, usual, memory)
+            held = self._holds(calls, errors, minute_calls, minute_errors, usual, memory)
             return Verdict(HOLD if held else CLEAR, Alert(ERROR_SPIKE, labels, "", now))
         since = (now - WINDOW + timedelta(seconds=BUCKET_S * first)).replace(second=0, microsecond=0)
         return Verdict(BREACH, self._alert(kind, labels, w, usual, since, now))
@@ -252,10 +253,11 @@ class ErrorRateRule:
         n = calls[window].sum()
         return bool(n and errors[window].sum() / n >= self.outage_ratio)
 
-    def _creep_onset(self, calls: np.ndarray, errors: np.ndarray, usual: float, now: datetime,
+    def _creep_onset(self, every_calls: np.ndarray, every_errors: np.ndarray, usual: float, now: datetime,
                      paged_until: datetime | None) -> int | None:
-        """The creep's first bucket, or ``None`` without a creep (the module's creep list)."""
-        minute_calls, minute_errors = self._creep_minutes(_per_minute(calls), _per_minute(errors), usual)
+        """The creep's first bucket, or ``None`` without a creep (the module's creep list), from
+        the window's calls and errors per minute."""
+        minute_calls, minute_errors = self._creep_minutes(every_calls, every_errors, usual)
         skip = 0
         if paged_until is not None:
             skip = min(WINDOW_MINUTES, max(0, WINDOW_MINUTES - int((now - paged_until).total_seconds() // 60)))
@@ -272,14 +274,15 @@ class ErrorRateRule:
                                         self.creep_onset_minutes)
         return None
 
-    def _holds(self, calls: np.ndarray, errors: np.ndarray, usual: float, memory: ServiceMemory) -> bool:
-        """Whether a firing alert holds (the module's hold list)."""
+    def _holds(self, calls: np.ndarray, errors: np.ndarray, every_calls: np.ndarray, every_errors: np.ndarray,
+               usual: float, memory: ServiceMemory) -> bool:
+        """Whether a firing alert holds (the module's hold list); ``every_calls`` and
+        ``every_errors``: the window's per minute, bursts too."""
         window = slice(-self.outage_window_minutes * _PER_MINUTE, None)
         n, e = calls[window].sum(), errors[window].sum()
         if n and e / n >= self.outage_hold_ratio:
             return True
         # every minute, bursts too: leaving out an incident's busiest minutes would make its end
-        every_calls, every_errors = _per_minute(calls), _per_minute(errors)
         if memory.fired_as != OUTAGE:
             return not self._ended(every_calls, every_errors, usual, self.creep_factor * usual, memory.incident_ratio)
         minute_calls, minute_errors = self._creep_minutes(every_calls, every_errors, usual)
