@@ -200,9 +200,6 @@ class _Recent:
         self._count = 0
         self._lock = threading.Lock()
 
-    def of_trace(self, trace_id: str) -> list[_Call]:
-        return self.of_traces((trace_id,)).get(trace_id, [])
-
     def of_traces(self, trace_ids: Iterable[str]) -> dict[str, list[_Call]]:
         """The remembered spans of each of ``trace_ids`` that has some: one lock for a request's traces."""
         with self._lock:

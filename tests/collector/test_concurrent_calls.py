@@ -459,7 +459,7 @@ def test_across_traces_the_memory_stays_bounded_when_everyone_sends_one_prompt()
     for i in range(1_000):  # two instrumentations, so the prompt is evidence
         marked(root(f"t{i}", f"s{i}", ("oa", "lc")[i % 2], start=T0 + i * 10**10, **PROMPT, **USAGE), recent=recent)
     assert len(recent._by_evidence) == 1 and all(len(v) <= MAX_COMPARED for v in recent._by_evidence.values())
-    assert sum(len(recent.of_trace(f"t{i}")) for i in range(1_000)) == 64
+    assert sum(len(calls) for calls in recent.of_traces(f"t{i}" for i in range(1_000)).values()) == 64
 
 
 def test_a_prompt_is_hashed_only_once_another_instrumentation_of_its_service_is_seen(monkeypatch):
@@ -483,7 +483,7 @@ def test_past_the_budget_of_kept_prompts_a_prompt_is_hashed_at_once_and_still_pa
     recent = _Recent(16)
     client = root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)
     assert marked(client, recent=recent) == [None]
-    (call,) = recent.of_trace("t2")
+    (call,) = recent.of_traces(["t2"])["t2"]
     assert call.hashed and call.messages == "" and recent._kept_chars == 0
     assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), recent=recent) == [("t2", "c")]
 
