@@ -24,7 +24,7 @@ import json
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -83,14 +83,13 @@ def past_incident(now_s: float) -> Incident:
     UTC): then at the latest ten minutes that end two hours before it (10:40 to 14:10 UTC, busy
     hours too). So its alert's events fall in the last day, which the Alerts page shows by default,
     and out of the last hour, which the live collector's rules read."""
-    minutes = Incident(SUPPORT_BOT.name, 0.0).minutes
-    latest = now_s - 2 * HOUR_S - minutes * 60  # the latest start that ends two hours before now
-    start = math.floor(now_s / DAY_S) * DAY_S + 14 * HOUR_S + 10 * 60
-    if start > latest:
-        start -= DAY_S
-    if start <= now_s - DAY_S + HOUR_S:  # its firing and resolving would be a day old, or nearly
-        start = math.floor(latest / 600) * 600
-    return Incident(SUPPORT_BOT.name, start)
+    incident = Incident(SUPPORT_BOT.name, math.floor(now_s / DAY_S) * DAY_S + 14 * HOUR_S + 10 * 60)
+    latest = now_s - 2 * HOUR_S - (incident.end_s - incident.start_s)  # the latest start ending 2 h before now
+    if incident.start_s > latest:
+        incident = replace(incident, start_s=incident.start_s - DAY_S)
+    if incident.start_s <= now_s - DAY_S + HOUR_S:  # its firing and resolving would be a day old, or nearly
+        incident = replace(incident, start_s=math.floor(latest / 600) * 600)
+    return incident
 
 
 def hourly_weight(t_s: float) -> float:
