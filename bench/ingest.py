@@ -197,9 +197,14 @@ class Collector:
 
     def metric(self, name: str) -> float | None:
         """A value from ``/metrics`` (Prometheus text), or None if the collector has no such metric."""
+        return self.metrics(name)[name]
+
+    def metrics(self, *names: str) -> dict[str, float | None]:
+        """Values from one read of ``/metrics``, by name (None: no such metric)."""
         text = self.http.get(f"{self.url}/metrics").text
-        match = re.search(rf"^{re.escape('infersight_' + name)} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
-        return None if match is None else float(match.group(1))
+        found = {name: re.search(rf"^{re.escape('infersight_' + name)} (\d+(?:\.\d+)?)$", text, re.MULTILINE)
+                 for name in names}
+        return {name: None if match is None else float(match.group(1)) for name, match in found.items()}
 
     def _processes(self) -> list[Path]:
         """/proc entries of the collector and its children (the decode workers)."""
@@ -377,10 +382,11 @@ def load(
     sampled_before = c.metric(SAMPLED_METRIC)
 
     def monitor() -> None:
-        # Four times a second: cheap next to the load (a few small GETs, a few /proc reads).
+        # Four times a second: cheap next to the load (one small GET, a few /proc reads).
         while not stop_monitor.wait(0.25):
-            ages.append(c.metric("spool_oldest_age_seconds") or 0.0)
-            backlog.append(c.metric("detection_backlog_spans") or 0.0)
+            now = c.metrics("spool_oldest_age_seconds", "detection_backlog_spans")
+            ages.append(now["spool_oldest_age_seconds"] or 0.0)
+            backlog.append(now["detection_backlog_spans"] or 0.0)
             rss.append(c.rss_mib())
 
     started = time.monotonic()

@@ -49,14 +49,14 @@ def stated_bound_mib(idle_server_mib: float, in_flight_mib: float, largest_entry
     return idle_server_mib + in_flight_mib + 24 * largest_batch, 150 + 4 * BODY_LIMIT / MIB
 
 
-def _body(spans: int, attribute_bytes: int, seed: int) -> bytes:
+def _body(spans: int, attribute_bytes: int, seed: int, *, with_answer: bool = False) -> bytes:
     rng = random.Random(seed)
     now = time.time_ns()
     text = ("All work and no play makes a dull prompt. " * (attribute_bytes // 42 + 1))[:attribute_bytes]
     messages = '[{"role":"user","parts":[{"type":"text","content":"' + text + '"}]}]'
-    # An answer on the large spans: the detectors then parse their whole row (prompt included).
+    # With an answer the detectors parse the whole row, prompt included.
     answer = [kv("gen_ai.output.messages", '[{"role":"assistant","parts":[{"type":"text","content":"Noted."}]}]')
-              ] if spans == 1 else []
+              ] if with_answer else []
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
         resource=Resource(attributes=[kv("service.name", "memory-bench")]),
         scope_spans=[ScopeSpans(scope=InstrumentationScope(name="bench"), spans=[
@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=12, help="60 MiB spans in the backlog")
     parser.add_argument("--small", type=int, default=16, help="small gzip requests sent at once")
     args = parser.parse_args()
-    big = [_body(1, 60 * MIB, seed) for seed in range(args.big)]
+    big = [_body(1, 60 * MIB, seed, with_answer=True) for seed in range(args.big)]
     small = [_body(2000, 30 * 1024, 1000 + seed) for seed in range(args.small)]
     data_dir = Path(tempfile.mkdtemp(prefix="infersight-bench-memory-"))
     c = Collector(data_dir)
