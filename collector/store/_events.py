@@ -45,6 +45,7 @@ from infersight.sdk import semconv
 
 from ..errors import StoreError
 from ._base import Store, encode_rows
+from ._id_lists import id_array
 from ._kinds import LLM, kind_of
 
 logger = logging.getLogger("infersight.collector")
@@ -63,8 +64,8 @@ _CALL_EVENTS = (
     f" argMinIf(JSONExtractString(body, 'message', 'content'), {_ORDER}, event_name = 'gen_ai.choice'"
     "  AND JSONExtractString(body, 'message', 'content') != '') AS content,"
     " toUnixTimestamp64Nano(min(ts)) AS first_ns, toUnixTimestamp64Nano(max(ts)) AS last_ns"
-    " FROM genai_events WHERE ({project:String} = '' OR project = {project:String})"
-    " AND trace_id IN {traces:Array(String)}"
+    " FROM genai_events WHERE ({{project:String}} = '' OR project = {{project:String}})"
+    " AND trace_id IN (SELECT arrayJoin({traces}))"
     " GROUP BY project, trace_id, span_id HAVING finish_reason != '' OR content != ''"
 )
 # A call's events are emitted while its span is open: the span started before the first event
@@ -74,9 +75,9 @@ _SPAN_AFTER_NS = 3_600 * 10**9
 _SPANS = (
     "SELECT toUnixTimestamp64Nano(Timestamp) AS start_ns, TraceId, SpanId, ServiceName,"
     " SpanAttributes, ResourceAttributes FROM otel_traces"
-    " WHERE Timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})"
-    " AND Timestamp < fromUnixTimestamp64Nano({to_ns:Int64})"
-    " AND TraceId IN {traces:Array(String)} AND SpanId IN {spans:Array(String)}"
+    " WHERE Timestamp >= fromUnixTimestamp64Nano({{from_ns:Int64}})"
+    " AND Timestamp < fromUnixTimestamp64Nano({{to_ns:Int64}})"
+    " AND TraceId IN (SELECT arrayJoin({traces})) AND SpanId IN (SELECT arrayJoin({spans}))"
 )
 _UPDATE = (
     "ALTER TABLE llm_spans UPDATE"
@@ -143,7 +144,10 @@ def _key(row: Mapping[str, Any], trace_id: str | None) -> tuple[str, str]:
 
 
 def _call_events(store: Store, project: str, traces: set[str]) -> list[dict[str, Any]]:
-    return store.query(_CALL_EVENTS, {"project": project, "traces": sorted(traces)}) if traces else []
+    if not traces:
+        return []
+    in_traces, params = id_array("traces", sorted(traces))
+    return store.query(_CALL_EVENTS.format(traces=in_traces), {**params, "project": project})
 
 
 @dataclass(slots=True)
@@ -300,10 +304,12 @@ Joined = list[tuple[dict[str, Any], dict[str, Any], str]]
 
 
 def _stored_spans_completed(store: Store, events: dict[tuple[str, str, str], dict[str, Any]]) -> Joined:
-    spans = store.query(_SPANS, {
+    in_traces, traces = id_array("traces", sorted({trace for _, trace, _ in events}))
+    in_spans, span_ids = id_array("spans", sorted({span for _, _, span in events}))
+    spans = store.query(_SPANS.format(traces=in_traces, spans=in_spans), {
+        **traces, **span_ids,
         "from_ns": min(int(e["first_ns"]) for e in events.values()) - _SPAN_BEFORE_NS,
         "to_ns": max(int(e["last_ns"]) for e in events.values()) + _SPAN_AFTER_NS,
-        "traces": sorted({trace for _, trace, _ in events}), "spans": sorted({span for _, _, span in events}),
     })
     out = []
     for span in spans:

@@ -25,6 +25,9 @@ _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)\s*$", re.IGNOR
 _CODE = re.compile(r"Code: (\d+)")
 _APPLIED_SETTINGS = frozenset({"insert_deduplication_token", "deduplicate_blocks_in_dependent_materialized_views"})
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.-]*$")
+# A server's http_max_field_value_size (its default): the longest value of a query parameter, in
+# the URL or in a form.
+MAX_PARAMETER_BYTES = 131072
 
 
 def make_handler(session: Any, lock: threading.Lock, log: list[str]) -> type[BaseHTTPRequestHandler]:
@@ -65,6 +68,11 @@ def make_handler(session: Any, lock: threading.Lock, log: list[str]) -> type[Bas
             else:
                 data = body
             params = {k[len("param_"):]: v for k, v in args.items() if k.startswith("param_")}
+            too_long = [name for name, value in params.items() if len(value.encode()) > MAX_PARAMETER_BYTES]
+            if too_long:
+                message = (f"Code: 1001. DB::Exception: Field value of parameter {too_long[0]} is too long "
+                           f"(more than http_max_field_value_size = {MAX_PARAMETER_BYTES})")
+                return self._send(400, message.encode(), exception_code="1001")
             # Only the settings that change what a statement does are applied; the client's
             # transport settings (compression, progress headers, ...) mean nothing here.
             settings = {k: v for k, v in args.items() if k in _APPLIED_SETTINGS}

@@ -19,6 +19,7 @@ from infersight.collector import StoreError, encode_rows
 from infersight.collector._server import CollectorProcess
 from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import ClickHouseStore, cluster_statements, held_spans
+from infersight.collector.store._id_lists import id_array
 from infersight.detectors import row_time_ns, row_time_text
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
@@ -229,3 +230,33 @@ def test_held_spans_asked_for_a_whole_request_of_traces_answers(backend):
     times = [start[span_id] for span_id in span_ids]
     asked += [(project, f"{i:032x}", f"{i:016x}") for i in range(1, 510)]
     assert held_spans(backend, asked, times + [time.time_ns()] * 509) == set(asked[:3])
+
+
+def test_held_spans_asked_for_a_writers_whole_batch_of_traces_answers_in_one_query(backend, monkeypatch):
+    """20,000 spans of as many traces (a writer's largest batch): the ids pass what a server takes
+    in one query parameter (128 KiB, which the test endpoint holds to as a server does), and the
+    lookup still reads the time range once."""
+    project, rows, span_ids = project_rows(3)
+    backend.insert("otel_traces", rows)
+    (trace_id,) = {json.loads(line)["TraceId"] for line in rows.splitlines()}
+    start = _starts(rows)
+    asked = [(project, trace_id, span_id) for span_id in span_ids]
+    asked += [(project, f"{i:032x}", f"{i:016x}") for i in range(1, 20_000 - 2)]
+    times = [start[span_id] for span_id in span_ids] + [time.time_ns()] * (len(asked) - 3)
+    queries = []
+    real_query = backend.query
+    monkeypatch.setattr(backend, "query", lambda sql, params=None: queries.append(params) or real_query(sql, params))
+    assert held_spans(backend, asked, times) == set(asked[:3])
+    (params,) = queries
+    assert all(len(value.encode()) <= 131072 for name, value in params.items() if name.startswith("traces"))
+
+
+def test_a_long_list_of_ids_reaches_a_query_whole_and_in_order(backend):
+    ids = [f"{i:032x}" for i in range(10_000, 0, -1)]  # 330 KB: three parameters of a server's 128 KiB
+    expr, params = id_array("ids", ids)
+    assert len(params) == 3
+    (row,) = backend.query(f"SELECT {expr} AS ids", params)
+    assert row["ids"] == ids
+    empty, params = id_array("ids", [])
+    (row,) = backend.query(f"SELECT count() AS n FROM system.one WHERE 'x' IN (SELECT arrayJoin({empty}))", params)
+    assert row["n"] == 0
