@@ -86,6 +86,9 @@ _UPDATE = (
     " AND ts < fromUnixTimestamp64Nano({to_ns:Int64}) AND trace_id IN {traces:Array(String)}"
     " AND span_id IN {spans:Array(String)} AND finish_reason = ''"
 )
+# transform() needs the spans and their reasons as arrays: this many calls an update keep each
+# array parameter under a server's 128 KiB (a trace id is 35 bytes in one).
+_UPDATE_CALLS = 3000
 # Cheap filters on a JSONEachRow line, as encode_rows writes the keys: an LLM span may lack what
 # events carry only if it names an operation and lacks a finish reason or an answer.
 _OPERATION_MARK = f'"{semconv.OPERATION}"'.encode()
@@ -331,17 +334,22 @@ def _record_reasons(store: Store, joined: Joined) -> None:
     for stored, _, reason in joined:
         if reason:
             by_project.setdefault(_project(stored), []).append((stored, reason))
-    for project, calls in by_project.items():
-        starts = [row_time_ns(stored["Timestamp"]) for stored, _ in calls]
-        try:
-            store.query(_UPDATE, {
-                "project": project, "from_ns": min(starts), "to_ns": max(starts) + 1,
-                "traces": sorted({stored["TraceId"] for stored, _ in calls}),
-                "spans": [stored["SpanId"] for stored, _ in calls], "reasons": [reason for _, reason in calls],
-            })
-        except StoreError as exc:
-            logger.warning("llm_spans keeps %d calls without their events' finish reason "
-                           "(the spans API and the trace page still show it): %s", len(calls), exc)
+    for project, every_call in by_project.items():
+        for at in range(0, len(every_call), _UPDATE_CALLS):
+            _update_reasons(store, project, every_call[at:at + _UPDATE_CALLS])
+
+
+def _update_reasons(store: Store, project: str, calls: list[tuple[dict[str, Any], str]]) -> None:
+    starts = [row_time_ns(stored["Timestamp"]) for stored, _ in calls]
+    try:
+        store.query(_UPDATE, {
+            "project": project, "from_ns": min(starts), "to_ns": max(starts) + 1,
+            "traces": sorted({stored["TraceId"] for stored, _ in calls}),
+            "spans": [stored["SpanId"] for stored, _ in calls], "reasons": [reason for _, reason in calls],
+        })
+    except StoreError as exc:
+        logger.warning("llm_spans keeps %d calls without their events' finish reason "
+                       "(the spans API and the trace page still show it): %s", len(calls), exc)
 
 
 def _detect_added(store: Store, joined: Joined, detect: Detect) -> None:

@@ -189,3 +189,26 @@ def test_a_stored_span_is_completed_by_events_stored_after_it_on_both_backends(b
         return str(row["finish_reason"])
 
     assert wait_for(lambda: reason() == "content_filter", 60), reason()
+
+
+def test_a_writers_batch_of_calls_is_completed_by_its_events_on_both_backends(backend):
+    """4,000 calls of as many traces: their ids pass what a server takes in one query parameter
+    (128 KiB, which the test endpoint holds to as a server does)."""
+    import time
+
+    project, now, count = f"many-{time.time_ns()}", time.time_ns(), 4000
+    ids = [(f"{i + 1:032x}", f"{i + 1:016x}") for i in range(count)]
+    backend.insert("otel_traces", encode_rows([otel_row(project, t, s, now, {}) for t, s in ids]))
+    choice = {"index": 0, "finish_reason": "content_filter", "message": {"role": "assistant", "content": "I can"}}
+    backend.insert("genai_events", encode_rows([{
+        "project": project, "ts": row_time_text(now + 10**8), "trace_id": t, "span_id": s, "service": "app",
+        "event_name": "gen_ai.choice", "attributes": {}, "body": json.dumps(choice),
+        "finish_reasons": '["content_filter"]'} for t, s in ids]))
+    assert complete_calls(backend, {t for t, _ in ids}) == count
+
+    def completed() -> int:
+        (row,) = backend.query("SELECT countIf(finish_reason = 'content_filter') AS n FROM llm_spans"
+                               " WHERE project = {p:String}", {"p": project})
+        return int(row["n"])
+
+    assert wait_for(lambda: completed() == count, 60), completed()
