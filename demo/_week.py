@@ -11,7 +11,9 @@ real service's, not a load test's:
 - a release of ``support-bot`` mid-week (so the judge trends compare versions);
 - an error rate under 1%, answers that loop, JSON cut short, refusals (the detectors' hits);
 - one incident (:class:`Incident`) in the last day: the provider behind ``support-bot`` failing
-  most calls for half an hour while users retry, which the alert rules page for and then resolve;
+  most calls for half an hour while users retry, then its users back for half an hour, every call
+  answered, which the alert rules page for and then resolve (a quiet hour after it, which a
+  service of the test's 150 requests a day has, would leave it firing: silence never resolves);
 - users' thumbs (:class:`Feedback`) on a few percent of the requests, a minute or so after the
   answer, mostly down where the answer failed, looped, was cut short or refused.
 
@@ -68,13 +70,22 @@ class Incident:
     minutes: int = 30
     error_share: float = 0.7
     min_requests_per_min: float = 3.0  # the retries: failing users ask again
+    recovery_minutes: int = 30  # then the users who gave up come back, and every call is answered
+    recovery_requests_per_min: float = 1.0
 
     @property
     def end_s(self) -> float:
         return self.start_s + self.minutes * 60
 
+    @property
+    def recovered_s(self) -> float:
+        return self.end_s + self.recovery_minutes * 60
+
     def covers(self, service: str, t_s: float) -> bool:
         return service == self.service and self.start_s <= t_s < self.end_s
+
+    def recovering(self, service: str, t_s: float) -> bool:
+        return service == self.service and self.end_s <= t_s < self.recovered_s
 
 
 def past_incident(now_s: float) -> Incident:
@@ -237,6 +248,7 @@ class WeekOfTraffic:
         incident = self.incident
         if incident is not None and any(s.name == incident.service for s in self.services):
             total += incident.minutes * incident.min_requests_per_min
+            total += incident.recovery_minutes * incident.recovery_requests_per_min
         return round(total)
 
     def _hour_of(self, service: Service, hour: float, rate: float, rng: random.Random) -> Iterator[Turn]:
@@ -247,11 +259,14 @@ class WeekOfTraffic:
             out.extend(self._session(service, hour + rng.random() * HOUR_S, rng))
         incident = self.incident
         if incident is not None and incident.service == service.name:
-            # retries during the incident: users ask again while the provider fails
-            lo, hi = max(hour, incident.start_s), min(hour + HOUR_S, incident.end_s)
-            extra = _poisson(rng, max(0.0, hi - lo) / 60 * incident.min_requests_per_min)
-            for _ in range(extra):
-                out.extend(self._session(service, lo + rng.random() * (hi - lo), rng, turns=1))
+            # retries during the incident (users ask again while the provider fails), then the
+            # users who gave up, back once it answers
+            for lo, hi, per_min in ((incident.start_s, incident.end_s, incident.min_requests_per_min),
+                                    (incident.end_s, incident.recovered_s, incident.recovery_requests_per_min)):
+                lo, hi = max(hour, lo), min(hour + HOUR_S, hi)
+                extra = _poisson(rng, max(0.0, hi - lo) / 60 * per_min)
+                for _ in range(extra):
+                    out.extend(self._session(service, lo + rng.random() * (hi - lo), rng, turns=1))
         yield from (t for t in sorted(out, key=lambda t: t.at_s) if self.start_s <= t.at_s < self.end_s)
 
     def _session(self, service: Service, at_s: float, rng: random.Random, turns: int | None = None) -> list[Turn]:
@@ -320,13 +335,15 @@ class WeekOfTraffic:
         input_tokens = 120 + len(question.split()) * 2 + rng.randint(0, 400)
         incident = self.incident
         failing = incident.error_share if incident is not None and incident.covers(turn.service.name, start) else 0
+        # just after the incident every call is answered: an error then would hold its alert
+        background = 0.0 if incident is not None and incident.recovering(turn.service.name, start) else self.error_rate
         attrs: dict[str, Any] = {semconv.OPERATION: "chat", semconv.PROVIDER: turn.provider,
                                  semconv.REQUEST_MODEL: turn.model, **base,
                                  semconv.INPUT_MESSAGES: _messages("user", question)}
         name = f"chat {turn.model}"
         roll = rng.random()
-        if roll < max(failing, self.error_rate):
-            overloaded = failing > 0 or roll < self.error_rate * 0.4
+        if roll < max(failing, background):
+            overloaded = failing > 0 or roll < background * 0.4
             error = "InternalServerError" if overloaded else "RateLimitError"
             end = start + (rng.uniform(2.0, 8.0) if overloaded else rng.uniform(0.05, 0.3))
             attrs.update({semconv.ERROR_TYPE: error, semconv.ERROR_CLASS: "transient"})

@@ -76,6 +76,16 @@ def test_errors_are_rare_except_during_the_incident():
     assert calls >= incident.minutes * 2 and failed > 0.5 * calls  # enough failed requests to page on
 
 
+def test_after_the_incident_its_users_come_back_and_every_call_is_answered():
+    # What resolves its alert: calls in every ten minutes after it (silence resolves nothing, and
+    # a service of a few requests a day can be silent for an hour), none failing.
+    incident = past_incident(NOW)
+    for lo in range(int(incident.end_s), int(incident.recovered_s), 600):
+        week = WeekOfTraffic(MONDAY, NOW, per_day=150, incident=incident)  # the demo test's rate
+        calls, failed = _errors(week, lo, lo + 600)
+        assert calls >= 3 and failed == 0, lo
+
+
 def test_the_same_arguments_make_the_same_spans_so_a_redone_backfill_is_stored_once():
     first = [s.span_id for _, b in _week().bodies() for r in b.resource_spans for c in r.scope_spans for s in c.spans]
     shorter = WeekOfTraffic(MONDAY, NOW - 6 * 3600, per_day=600, incident=past_incident(NOW))
