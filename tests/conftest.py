@@ -21,6 +21,11 @@ from infersight.collector.web import ProjectKeys
 from tests import http
 
 ROOT = Path(__file__).resolve().parents[1]
+SERVER_TIMEZONE = "America/New_York"
+"""The test ClickHouse server's own time zone: not UTC, as a server may be configured. Its tables are
+created by the tests' sessions (in UTC), so what it checks is how a session reads bound times and
+``now()``; the columns of tables a server opens from disk keep its own zone (the note in
+``store/_base.py``)."""
 
 
 def free_port() -> int:
@@ -194,11 +199,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) for the server backend."""
+    """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) for the server backend,
+    as a server whose own time zone is not UTC (chDB takes the process's TZ)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
          str(tmp_path_factory.mktemp("ch-server")), "--port", str(port)], cwd=ROOT,
+        env={**os.environ, "TZ": SERVER_TIMEZONE},
     )
     url = f"http://127.0.0.1:{port}"
     assert wait_for(lambda: _ping(url), timeout_s=30), "the ClickHouse HTTP endpoint did not start"

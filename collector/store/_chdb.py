@@ -6,13 +6,14 @@ import fcntl
 import os
 import re
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataDirLocked, StoreError
 from . import _schema
-from ._base import decode_rows, insert_error, insert_settings, query_error
+from ._base import SESSION_TIMEZONE, decode_rows, insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -25,6 +26,7 @@ class ChdbStore:
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, database: str = "infersight") -> None:
+        _engine_in_utc()
         from chdb import session
 
         if not _IDENTIFIER.match(database):
@@ -36,6 +38,11 @@ class ChdbStore:
         self._lock = threading.Lock()
         try:
             self._session = session.Session(str(self.data_dir / "clickhouse"))
+            zone = self._session.query("SELECT serverTimezone()", "CSV").bytes().decode().strip().strip('"')
+            if zone != SESSION_TIMEZONE:
+                raise StoreError(f"the engine's time zone is {zone}, not {SESSION_TIMEZONE}: chDB was started in this "
+                                 "process before the store (start it with TZ=UTC)")
+            self._session.query(f"SET session_timezone = '{SESSION_TIMEZONE}'")
             self._session.query(f"CREATE DATABASE IF NOT EXISTS {database}")
             self._session.query(f"USE {database}")
             self._apply_schema()
@@ -109,6 +116,18 @@ class ChdbStore:
         with self._lock:
             self._session.close()
         self._lock_file.close()
+
+
+def _engine_in_utc() -> None:
+    """Start chDB in UTC: every time the collector writes, binds and buckets is UTC, and chDB takes
+    its zone from the process's TZ when it first starts. On a laptop in New York a bound
+    '2026-12-06 13:00:00' was read as 18:00 UTC, and days (partitions, rollups, the report's week)
+    were New York's: ``session_timezone`` alone does not move the columns of tables already on
+    disk, which take the engine's zone when the store opens them. So the process's TZ is set to UTC
+    before chDB starts, which also makes its local time (log lines) UTC."""
+    if os.environ.get("TZ") != SESSION_TIMEZONE:
+        os.environ["TZ"] = SESSION_TIMEZONE
+        time.tzset()
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+):\s*([^}]+)\}")

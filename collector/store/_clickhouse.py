@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import StoreError
 from . import _schema
-from ._base import decode_rows, insert_error, insert_settings, query_error
+from ._base import SESSION_TIMEZONE, decode_rows, insert_error, insert_settings, query_error
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Which schema this database holds (see ClickHouseStore._apply_schema); not one of the schema's tables.
@@ -47,6 +47,9 @@ class ClickHouseStore:
             "secure": parsed.scheme == "https",
             "connect_timeout": connect_timeout_s,
             "autogenerate_session_id": False,
+            # A server's own time zone may be another: times are written, bound and bucketed in UTC
+            # (sent with every request; a server older than ClickHouse 23.6 lacks the setting).
+            "settings": {"session_timezone": SESSION_TIMEZONE},
         }
         try:
             admin = clickhouse_connect.get_client(**options, database="default")

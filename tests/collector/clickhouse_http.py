@@ -25,6 +25,7 @@ _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)\s*$", re.IGNOR
 _CODE = re.compile(r"Code: (\d+)")
 _APPLIED_SETTINGS = frozenset({"insert_deduplication_token", "deduplicate_blocks_in_dependent_materialized_views"})
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.-]*$")
+_ZONE = re.compile(r"^[A-Za-z0-9_/+-]*$")
 # A server's http_max_field_value_size (its default): the longest value of a query parameter, in
 # the URL or in a form.
 MAX_PARAMETER_BYTES = 131072
@@ -77,8 +78,14 @@ def make_handler(session: Any, lock: threading.Lock, log: list[str]) -> type[Bas
             # transport settings (compression, progress headers, ...) mean nothing here.
             settings = {k: v for k, v in args.items() if k in _APPLIED_SETTINGS}
             log.append(query.strip().split("\n")[0][:120])
+            zone = args.get("session_timezone", "")
             try:
                 with lock:
+                    if not _ZONE.match(zone):
+                        raise ValueError(f"Code: 36. DB::Exception: Invalid time zone: {zone}")
+                    # A setting of this request only ('': the server's own zone, which the tests
+                    # make another than UTC): one session serves every request here.
+                    session.query(f"SET session_timezone = '{zone}'")
                     if args.get("database"):
                         session.query(f"USE {args['database']}")
                     insert = _INSERT.match(query)

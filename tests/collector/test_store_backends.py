@@ -6,6 +6,9 @@ chDB (the real engine and formats; only the HTTP framing is the test's own)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,7 +25,7 @@ from infersight.collector.store import ClickHouseStore, cluster_statements, held
 from infersight.collector.store._id_lists import id_array
 from infersight.detectors import row_time_ns, row_time_text
 from tests.collector.otlp_bodies import genai_spans_json
-from tests.conftest import LEAN_COLLECTOR, free_port, wait_for_spans
+from tests.conftest import LEAN_COLLECTOR, SERVER_TIMEZONE, free_port, wait_for_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -260,3 +263,32 @@ def test_a_long_list_of_ids_reaches_a_query_whole_and_in_order(backend):
     empty, params = id_array("ids", [])
     (row,) = backend.query(f"SELECT count() AS n FROM system.one WHERE 'x' IN (SELECT arrayJoin({empty}))", params)
     assert row["n"] == 0
+
+
+# 13:00 UTC of Dec 6 as text, and 02:30 UTC of Dec 7 (still Dec 6 in New York) in nanoseconds.
+_ZONE_SQL = ("SELECT toUnixTimestamp(toDateTime({t:String})) AS at,"
+             " toString(toDate(fromUnixTimestamp64Nano({ns:Int64}))) AS day")
+_ZONE_PARAMS = {"t": "2026-12-06 13:00:00", "ns": 1_796_610_600 * 10**9}
+_UTC_ANSWER = [{"at": 1_796_562_000, "day": "2026-12-07"}]
+
+
+def test_times_are_read_and_bucketed_in_utc_on_a_server_of_another_zone(backend):
+    # The test server runs in SERVER_TIMEZONE (tests/conftest.py), as a server may be configured.
+    assert backend.query(_ZONE_SQL, _ZONE_PARAMS) == _UTC_ANSWER
+
+
+def test_the_embedded_store_reads_and_buckets_in_utc_on_a_machine_of_another_zone(tmp_path):
+    # chDB takes its zone from TZ when it starts, and the columns of tables it opens from disk keep
+    # that zone: each step in a process of its own, the second opening what the first stored.
+    stamp = f"{_ZONE_PARAMS['ns'] // 10**9}.000000000"
+    row = json.dumps({"Timestamp": stamp, "TraceId": "ab" * 16, "SpanId": "cd" * 8})
+    code = ("import json, sys; from infersight.collector import ChdbStore; store = ChdbStore(sys.argv[1]);"
+            "sys.argv[4] and store.insert('otel_traces', sys.argv[4].encode() + b'\\n');"
+            "print(json.dumps(store.query(sys.argv[2], json.loads(sys.argv[3]))))")
+    sql = _ZONE_SQL + ", (SELECT toString(toDate(Timestamp)) FROM otel_traces) AS stored"
+    for insert in (row, ""):
+        args = [str(tmp_path / "store"), sql, json.dumps(_ZONE_PARAMS), insert]
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "TZ": SERVER_TIMEZONE})
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.strip().splitlines()[-1]) == [{**_UTC_ANSWER[0], "stored": "2026-12-07"}]
