@@ -140,6 +140,10 @@ class _Call:
     def source(self) -> tuple[str, str]:
         return self.project, self.service
 
+    @property
+    def trace(self) -> tuple[str, str]:
+        return self.project, self.trace_id
+
     def evidence(self, with_prompt: bool) -> tuple[tuple[str, str, str], ...]:
         """What another trace's span of the same call shares with this one: the keys it is found by.
         The prompt only ``with_prompt``: a span can pair across traces only with another
@@ -191,7 +195,9 @@ class _Recent:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._traces: OrderedDict[str, dict[str, _Call]] = OrderedDict()
+        # By (project, trace id): a trace id is another project's trace in another project, and
+        # never pairs with it (tests with small sequential ids showed how that would leak).
+        self._traces: OrderedDict[tuple[str, str], dict[str, _Call]] = OrderedDict()
         self._by_evidence: dict[tuple[str, str, str], dict[tuple[str, str], _Call]] = {}
         # Instrumentations (scopes) of the remembered spans by (project, service), and how many
         # spans each: two or more, and the spans of that source are found by their prompts too.
@@ -200,11 +206,11 @@ class _Recent:
         self._count = 0
         self._lock = threading.Lock()
 
-    def of_traces(self, trace_ids: Iterable[str]) -> dict[str, list[_Call]]:
-        """The remembered spans of each of ``trace_ids`` that has some: one lock for a request's traces."""
+    def of_traces(self, traces: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[_Call]]:
+        """The remembered spans of each of ``traces`` (project, trace id) that has some: one lock
+        for a request's traces."""
         with self._lock:
-            return {trace_id: list(known.values()) for trace_id in trace_ids
-                    if (known := self._traces.get(trace_id))}
+            return {trace: list(known.values()) for trace in traces if (known := self._traces.get(trace))}
 
     def sharing(self, calls: list[_Call]) -> list[list[_Call]]:
         """For each of ``calls``, the spans of other traces that share a piece of its
@@ -221,8 +227,8 @@ class _Recent:
     def add(self, calls: list[_Call]) -> None:
         with self._lock:
             for call in calls[-self.size:]:
-                known = self._traces.setdefault(call.trace_id, {})
-                self._traces.move_to_end(call.trace_id)
+                known = self._traces.setdefault(call.trace, {})
+                self._traces.move_to_end(call.trace)
                 self._count += call.span_id not in known
                 if (before := known.get(call.span_id)) is not None:
                     self._forget(before)
@@ -286,12 +292,12 @@ def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -
     here = {(call.trace_id, call.span_id): (call, row) for row in rows if (call := _call(row)) is not None}
     if not here:
         return
-    by_trace: dict[str, list[_Call]] = {}
+    by_trace: dict[tuple[str, str], list[_Call]] = {}
     for call, _ in here.values():
-        by_trace.setdefault(call.trace_id, []).append(call)
+        by_trace.setdefault(call.trace, []).append(call)
     remembered = recent.of_traces(by_trace)
-    for trace_id, calls in by_trace.items():
-        before = [c for c in remembered.get(trace_id, ()) if (trace_id, c.span_id) not in here]
+    for trace, calls in by_trace.items():
+        before = [c for c in remembered.get(trace, ()) if (c.trace_id, c.span_id) not in here]
         if len(calls) + len(before) < 2:
             continue  # one call in its trace so far: nothing to pair (most traces)
         for outer, inner in _pairs(calls + before):

@@ -459,7 +459,7 @@ def test_across_traces_the_memory_stays_bounded_when_everyone_sends_one_prompt()
     for i in range(1_000):  # two instrumentations, so the prompt is evidence
         marked(root(f"t{i}", f"s{i}", ("oa", "lc")[i % 2], start=T0 + i * 10**10, **PROMPT, **USAGE), recent=recent)
     assert len(recent._by_evidence) == 1 and all(len(v) <= MAX_COMPARED for v in recent._by_evidence.values())
-    assert sum(len(calls) for calls in recent.of_traces(f"t{i}" for i in range(1_000)).values()) == 64
+    assert sum(len(calls) for calls in recent.of_traces(("p", f"t{i}") for i in range(1_000)).values()) == 64
 
 
 def test_a_prompt_is_hashed_only_once_another_instrumentation_of_its_service_is_seen(monkeypatch):
@@ -483,7 +483,7 @@ def test_past_the_budget_of_kept_prompts_a_prompt_is_hashed_at_once_and_still_pa
     recent = _Recent(16)
     client = root("t2", "c", "oa", **INSIDE, **PROMPT, **USAGE)
     assert marked(client, recent=recent) == [None]
-    (call,) = recent.of_traces(["t2"])["t2"]
+    (call,) = recent.of_traces([("p", "t2")])[("p", "t2")]
     assert call.hashed and call.messages == "" and recent._kept_chars == 0
     assert marked(root("t1", "f", "lc", **PROMPT, **USAGE), recent=recent) == [("t2", "c")]
 
@@ -493,3 +493,16 @@ def test_the_prompts_kept_unhashed_leave_with_the_spans_they_belong_to():
     for i in range(100):
         marked(root(f"t{i}", f"s{i}", "oa", start=T0 + i * 10**10, **PROMPT), recent=recent)
     assert recent._kept_chars == 16 * len(PROMPT["gen_ai.input.messages"])
+
+
+def test_a_trace_id_in_another_project_is_another_trace():
+    # Each project's trace ids are its own: a span of project b is never the repeat of project a's
+    # span, whatever ids they share (the pairing memory once keyed traces by their id alone).
+    recent = _Recent(16)
+    assert marked(root("t1", "s1", "openai", project="a"), recent=recent) == [None]
+    elsewhere = root("t1", "s2", "openai", project="b", **INSIDE)
+    elsewhere["ParentSpanId"] = "s1"
+    assert marked(elsewhere, recent=recent) == [None]
+    here = root("t1", "s3", "openai", project="a", **INSIDE)
+    here["ParentSpanId"] = "s1"
+    assert marked(here, recent=recent) == [("", "s1")]  # in project a it is the call s1 counted already
