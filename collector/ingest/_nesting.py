@@ -195,8 +195,8 @@ class _Recent:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        # By (project, trace id): a trace id is another project's trace in another project, and
-        # never pairs with it (tests with small sequential ids showed how that would leak).
+        # By (project, trace id): a trace id names a trace within its project only, so spans of
+        # two projects never pair, whatever ids they share.
         self._traces: OrderedDict[tuple[str, str], dict[str, _Call]] = OrderedDict()
         self._by_evidence: dict[tuple[str, str, str], dict[tuple[str, str], _Call]] = {}
         # Instrumentations (scopes) of the remembered spans by (project, service), and how many
