@@ -38,11 +38,12 @@ class ChdbStore:
         self._lock = threading.Lock()
         try:
             self._session = session.Session(str(self.data_dir / "clickhouse"))
+            # The engine's own zone, checked rather than set per session: a session setting does not
+            # reach the columns of tables opened from disk (see _engine_in_utc).
             zone = self._session.query("SELECT serverTimezone()", "CSV").bytes().decode().strip().strip('"')
             if zone != SESSION_TIMEZONE:
                 raise StoreError(f"the engine's time zone is {zone}, not {SESSION_TIMEZONE}: chDB was started in this "
                                  "process before the store (start it with TZ=UTC)")
-            self._session.query(f"SET session_timezone = '{SESSION_TIMEZONE}'")
             self._session.query(f"CREATE DATABASE IF NOT EXISTS {database}")
             self._session.query(f"USE {database}")
             self._apply_schema()
