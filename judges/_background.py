@@ -113,7 +113,7 @@ class JudgeSettings:
         base_url, model, api_key, provider: the OpenAI-compatible judge (see :class:`JudgeClient`).
         rubrics: ids of the rubrics applied to each sampled span.
         rubrics_dir: a folder of custom rubrics (with its ``rubrics.lock.json``).
-        rate, min_per_stratum, flagged_rate: the :class:`SamplingPolicy`.
+        rate, min_per_stratum, flagged_rate, negative_feedback_rate: the :class:`SamplingPolicy`.
         max_calls_per_day, max_usd_per_day: the daily :class:`Budget` per project, paced over the
             UTC day (``None``: no cap of that kind).
         price_input_mtok, price_output_mtok: the judge's price when genai-prices lacks the model.
@@ -132,6 +132,7 @@ class JudgeSettings:
     rate: float = 0.02
     min_per_stratum: int = 3
     flagged_rate: float = 0.25
+    negative_feedback_rate: float = 1.0
     max_calls_per_day: int | None = 2000
     max_usd_per_day: float | None = 5.0
     price_input_mtok: float | None = None
@@ -159,7 +160,8 @@ class JudgeSettings:
             raise ValueError(f"The 'concurrency' judge setting must be a positive integer; got {self.concurrency!r}.")
 
     def policy(self) -> SamplingPolicy:
-        return SamplingPolicy(rate=self.rate, min_per_stratum=self.min_per_stratum, flagged_rate=self.flagged_rate)
+        return SamplingPolicy(rate=self.rate, min_per_stratum=self.min_per_stratum, flagged_rate=self.flagged_rate,
+                              negative_feedback_rate=self.negative_feedback_rate)
 
     def budget(self) -> Budget:
         return Budget(max_calls=self.max_calls_per_day, max_usd=self.max_usd_per_day)

@@ -204,6 +204,9 @@ def background_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="A folder of rubric files beside the built-in ones."),
         click.option("--judge-rate", type=click.FloatRange(0, 1), default=0.02, show_default=True,
                      help="Share of spans judged (small tenants and routes get more; see 'judge run')."),
+        click.option("--judge-negative-feedback-rate", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+                     help="Share of spans judged whose trace a user gave a thumbs down; 0: feedback does not "
+                          "steer the sample."),
         click.option("--judge-max-calls", type=_Cap(int), default=2000, show_default=True,
                      help="Daily judge calls per project, paced over the UTC day (one hour's share at 00:00, "
                           "the rest evenly until midnight), so every hour gets judgements."),
@@ -237,6 +240,7 @@ def judge_settings(options: dict[str, Any]) -> Any:
         base_url=values["judge_base_url"], model=values["judge_model"], api_key=values["judge_api_key"],
         provider=values["judge_provider"], rubrics=tuple(values["judge_rubric"]),
         rubrics_dir=values["judge_rubrics_dir"], rate=values["judge_rate"],
+        negative_feedback_rate=values["judge_negative_feedback_rate"],
         max_calls_per_day=values["judge_max_calls"], max_usd_per_day=values["judge_max_usd"],
         price_input_mtok=values["judge_price_input_mtok"], price_output_mtok=values["judge_price_output_mtok"],
         every_s=values["judge_interval"],

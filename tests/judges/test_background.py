@@ -57,8 +57,10 @@ def test_settings_fail_fast_on_bad_values():
 
 
 def test_a_loop_from_settings_closes_its_client(judge_store, fake_judge):
+    # Every rate 0: the shared store holds other tests' thumbs down, which the default would judge.
     settings = JudgeSettings(base_url=fake_judge.url, model="fake-judge", rate=0.0, min_per_stratum=0,
-                             flagged_rate=0.0, every_s=3600, price_input_mtok=1.0, price_output_mtok=2.0)
+                             flagged_rate=0.0, negative_feedback_rate=0.0, every_s=3600,
+                             price_input_mtok=1.0, price_output_mtok=2.0)
     loop = judge_loop_from(settings, judge_store)
     loop.run_once()
     loop.close()
@@ -84,6 +86,11 @@ def test_collector_options_become_settings():
     settings = seen[-1]
     assert (settings.base_url, settings.rate, settings.rubrics, settings.provider) == (
         "http://judge:8000/v1", 0.1, ("helpfulness", "groundedness"), "openai")
+    assert settings.policy().negative_feedback_rate == 1.0
+    result = runner.invoke(collector, ["--judge-base-url", "http://judge:8000/v1",
+                                       "--judge-negative-feedback-rate", "0"])
+    assert result.exit_code == 0, result.output
+    assert seen[-1].policy().negative_feedback_rate == 0.0
     result = runner.invoke(collector, ["--judge-base-url", "http://judge:8000/v1", "--judge-provider", "anthropic",
                                        "--judge-model", "claude-3-5-haiku-latest"])
     assert result.exit_code == 0, result.output
