@@ -153,7 +153,8 @@ def judge_spend(store: Store, project: str, since_ns: int) -> list[dict[str, Any
     ``usd`` sums the calls with a known price; ``uncosted_calls`` counts the rest.
     """
     return store.query(
-        "SELECT toString(toDate(ts)) AS day, judge_model, purpose,"
+        # The zone named: a server loads a table's columns in its own zone, whatever the session's.
+        "SELECT toString(toDate(ts, 'UTC')) AS day, judge_model, purpose,"
         " count() AS judgements, sum(attempts) AS calls, countIf(outcome = 'ok') AS scored,"
         " countIf(outcome != 'ok') AS failed, sum(input_tokens) AS input_tokens,"
         " sum(output_tokens) AS output_tokens, sum(ifNull(cost_usd, 0)) AS usd,"

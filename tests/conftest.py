@@ -197,18 +197,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL + 1)
 
 
-@pytest.fixture(scope="session")
-def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) for the server backend,
-    as a server whose own time zone is not UTC (chDB takes the process's TZ)."""
-    port = free_port()
+def start_clickhouse_http(data_dir: Path, port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) on ``data_dir``,
+    as a server whose own time zone is not UTC (chDB takes the process's TZ); its URL and process."""
+    port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir",
-         str(tmp_path_factory.mktemp("ch-server")), "--port", str(port)], cwd=ROOT,
-        env={**os.environ, "TZ": SERVER_TIMEZONE},
+        [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir", str(data_dir), "--port", str(port)],
+        cwd=ROOT, env={**os.environ, "TZ": SERVER_TIMEZONE},
     )
     url = f"http://127.0.0.1:{port}"
     assert wait_for(lambda: _ping(url), timeout_s=30), "the ClickHouse HTTP endpoint did not start"
+    return url, process
+
+
+@pytest.fixture(scope="session")
+def clickhouse_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The session's ClickHouse HTTP endpoint for the server backend (:func:`start_clickhouse_http`)."""
+    url, process = start_clickhouse_http(tmp_path_factory.mktemp("ch-server"))
     yield url
     process.terminate()
     process.wait(10)

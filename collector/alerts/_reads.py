@@ -82,7 +82,8 @@ class DailyRatios:
         if self._day != today:
             start = datetime.combine(today, datetime.min.time(), tzinfo=timezone.utc)
             rows = store.query(
-                "SELECT project, service, toDate(minute) AS day, sumIf(mn, me <= 1 + floor({scale:Float64} * mn)) AS n,"
+                "SELECT project, service, toDate(minute, 'UTC') AS day,"
+                " sumIf(mn, me <= 1 + floor({scale:Float64} * mn)) AS n,"
                 " sumIf(me, me <= 1 + floor({scale:Float64} * mn)) AS e FROM ("
                 " SELECT project, service, toStartOfMinute(ts) AS minute, count() AS mn,"
                 f" countIf(status = 'error') AS me FROM llm_spans WHERE {_IS_CALL}"

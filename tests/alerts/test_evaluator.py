@@ -206,11 +206,11 @@ def test_prepared_a_minute_before_the_first_evaluation_reads_no_history_and_page
     recording = _Recording(store)
     prepared = Evaluator(recording)
     prepared.prepare(NOW - timedelta(minutes=1))
-    history = [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute)" in q]
+    history = [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute, 'UTC')" in q]
     assert len(history) == 2  # the cost rule's hours and the services' days
     recording.sql.clear()
     first = {(a.name, tuple(sorted(a.labels.items()))) for a in prepared.run_once(NOW).active}
-    assert not [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute)" in q]
+    assert not [q for q in recording.sql if "toStartOfHour(ts)" in q or "toDate(minute, 'UTC')" in q]
     alone = {(a.name, tuple(sorted(a.labels.items()))) for a in Evaluator(store).run_once(NOW).active}
     assert ("CostAnomaly", (("project", project), ("tenant", "acme"))) in first  # its route is all acme
     assert first == alone

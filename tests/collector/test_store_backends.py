@@ -25,7 +25,7 @@ from infersight.collector.store import ClickHouseStore, cluster_statements, held
 from infersight.collector.store._id_lists import id_array
 from infersight.detectors import row_time_ns, row_time_text
 from tests.collector.otlp_bodies import genai_spans_json
-from tests.conftest import LEAN_COLLECTOR, SERVER_TIMEZONE, free_port, wait_for_spans
+from tests.conftest import LEAN_COLLECTOR, SERVER_TIMEZONE, free_port, start_clickhouse_http, wait_for_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,6 +275,29 @@ _UTC_ANSWER = [{"at": 1_796_562_000, "day": "2026-12-07"}]
 def test_times_are_read_and_bucketed_in_utc_on_a_server_of_another_zone(backend):
     # The test server runs in SERVER_TIMEZONE (tests/conftest.py), as a server may be configured.
     assert backend.query(_ZONE_SQL, _ZONE_PARAMS) == _UTC_ANSWER
+
+
+def test_a_day_of_a_stored_time_stays_utc_after_a_server_of_another_zone_restarts(tmp_path):
+    # A server opens tables from disk in its own zone: there, toDate() of a column gives the
+    # server's day even in a UTC session (a table created in that session reads in UTC until then).
+    from infersight.judges import judge_spend
+
+    call = {"project": "p", "ts": f"{_ZONE_PARAMS['ns'] // 10**9}.000", "judge_model": "m", "purpose": "sample",
+            "outcome": "ok", "attempts": 1, "cost_usd": 0.5}
+    url, server = start_clickhouse_http(tmp_path / "server")
+    try:
+        ClickHouseStore(url.replace("http://", "http://default:@") + "/zones").insert(
+            "judge_calls", json.dumps(call).encode() + b"\n")
+    finally:
+        server.terminate()
+        server.wait(10)
+    url, server = start_clickhouse_http(tmp_path / "server")
+    try:
+        spend = judge_spend(ClickHouseStore(url.replace("http://", "http://default:@") + "/zones"), "p", 0)
+        assert [(row["day"], row["usd"]) for row in spend] == [(_UTC_ANSWER[0]["day"], 0.5)]
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def test_the_embedded_store_reads_and_buckets_in_utc_on_a_machine_of_another_zone(tmp_path):
