@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
@@ -28,10 +29,26 @@ created by the tests' sessions (in UTC), so what it checks is how a session read
 ``store/_base.py``)."""
 
 
+# Ports for servers a test starts and names in advance: below the kernel's ephemeral range (32768
+# and up on Linux), where a port the kernel hands out (``bind(0)``) would be free again once
+# closed, but also taken any moment as the source port of some client's connection; one block for
+# each xdist worker, so two workers never name the same port.
+_PORTS_PER_WORKER = 1500
+_worker_ports = itertools.cycle(range(_PORTS_PER_WORKER))
+_FIRST_PORT = 20000 + _PORTS_PER_WORKER * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no server listens on and no other test worker will name (see ``_FIRST_PORT``)."""
+    for _ in range(_PORTS_PER_WORKER):
+        port = _FIRST_PORT + next(_worker_ports)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_FIRST_PORT}-{_FIRST_PORT + _PORTS_PER_WORKER - 1}")
 
 
 def wait_for(check: Callable[[], object], timeout_s: float = 60.0, interval_s: float = 0.05) -> object:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 import uvicorn
 
 from infersight.collector import Settings, create_app
+from tests.conftest import free_port
 from tests.dashboards.data import Call, demo_calls, demo_extras, insert, insert_calls
 
 CHROMIUM_FLAGS = [
@@ -71,9 +71,7 @@ def served(store, tmp_path: Path) -> Iterator[tuple[str, list[Call]]]:
     insert_calls(store, calls)
     for table, rows in demo_extras(calls).items():
         insert(store, table, rows)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     app = create_app(settings, store=store)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -5,7 +5,6 @@ to a trace, and the empty states."""
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 import uvicorn
 
 from infersight.collector import Settings, create_app
+from tests.conftest import free_port
 from tests.dashboards.data import NS, Call, insert_calls
 from tests.dashboards.test_browser import CHROMIUM_FLAGS, chromium_binary
 
@@ -22,9 +22,7 @@ SCRIPT = "<script>document.title='pwned';window.__ran=1</script><img src=x onerr
 
 
 def _serve(store, tmp_path: Path, project: str) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     settings = Settings(data_dir=tmp_path, auth=False, alerts=False, project=project, decode_workers=0)
     server = uvicorn.Server(uvicorn.Config(create_app(settings, store=store), host="127.0.0.1", port=port,
                                            log_level="warning"))

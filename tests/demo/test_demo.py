@@ -26,22 +26,17 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import free_port
 from tests.demo.store_process import StoreProcess
 
 DEMO = [sys.executable, "-m", "infersight.collector", "demo", "--per-day", "150"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
     data_dir = tmp_path_factory.mktemp("demo") / "data"
     started = time.time()
-    done = subprocess.run([*DEMO, "--port", str(_free_port()), "--data-dir", str(data_dir), "--duration", "1"],
+    done = subprocess.run([*DEMO, "--port", str(free_port()), "--data-dir", str(data_dir), "--duration", "1"],
                           capture_output=True, text=True, timeout=600)
     return data_dir, done, started
 
@@ -192,7 +187,7 @@ def test_ctrl_c_ends_a_rerun_quickly_without_tracebacks(demo_run: tuple[Path, su
                                                         demo_store: DemoStore):
     data_dir = demo_run[0]
     demo_store.release()
-    process = subprocess.Popen([*DEMO, "--port", str(_free_port()), "--data-dir", str(data_dir)],
+    process = subprocess.Popen([*DEMO, "--port", str(free_port()), "--data-dir", str(data_dir)],
                                stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     serving = threading.Event()

@@ -20,6 +20,7 @@ from infersight.judges import (
     parse_verdict,
 )
 from infersight.judges._client import chat_completions_url
+from tests.conftest import free_port
 from tests.judges.conftest import COST_PER_CALL, make_client
 
 PROMPT = [{"role": "user", "content": "Grade this.\n<answer>\nfine answer [[quality=4]]\n</answer>"}]
@@ -90,12 +91,7 @@ def test_logic_errors_are_never_retried(fake_judge, judge_client, status):
 
 
 def test_connection_refused_is_transient(fake_judge):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    client = make_client(fake_judge, base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
+    client = make_client(fake_judge, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1)
     try:
         with pytest.raises(TransientJudgeError):
             client.judge(PROMPT)
