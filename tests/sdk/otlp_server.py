@@ -116,6 +116,8 @@ class HangingServer:
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(64)
         self._held: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._stopped = False
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -125,9 +127,15 @@ class HangingServer:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            self._held.append(conn)
+            with self._lock:  # a connection accepted while stop() ran is closed here, not leaked
+                if self._stopped:
+                    conn.close()
+                    return
+                self._held.append(conn)
 
     def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
         self._sock.close()
         for conn in self._held:
             conn.close()
