@@ -26,7 +26,7 @@ SERVER_TIMEZONE = "America/New_York"
 """The test ClickHouse server's own time zone: not UTC, as a server may be configured. Its tables are
 created by the tests' sessions (in UTC), so what it checks is how a session reads bound times and
 ``now()``; the columns of tables a server opens from disk keep its own zone (the note in
-``store/_base.py``)."""
+``store/_base.py``), which a test that restarts an endpoint checks."""
 
 
 # Ports for servers a test starts and names in advance: below the kernel's ephemeral range (32768

@@ -52,8 +52,10 @@ SESSION_TIMEZONE = "UTC"
 """The time zone of every store session: times are bound, compared and bucketed in UTC, whatever
 the machine's zone (the embedded store starts chDB in UTC). On a ClickHouse server whose own zone
 is another, a session in UTC reads bound times and ``now()`` in UTC, but the columns of tables it
-opened from disk keep the server's zone for functions such as ``toDate``: such a server's days are
-its own until the schema names the zone of each column."""
+opened from disk keep the server's zone for ``toDate`` and ``toMonday`` (not for ``toStartOfHour``,
+``toStartOfDay`` or ``toStartOfInterval``): a query that takes the day of a stored time names the
+zone (``toDate(ts, 'UTC')``). The partitions of such a server are its own days, which only
+changes how parts are grouped on disk."""
 
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _TOKEN = re.compile(r"^[0-9a-f]{1,128}$")
