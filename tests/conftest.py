@@ -29,10 +29,10 @@ created by the tests' sessions (in UTC), so what it checks is how a session read
 ``store/_base.py``), which a test that restarts an endpoint checks."""
 
 
-# Ports for servers a test starts and names in advance: below the kernel's ephemeral range (32768
-# and up on Linux), where a port the kernel hands out (``bind(0)``) would be free again once
-# closed, but also taken any moment as the source port of some client's connection; one block for
-# each xdist worker, so two workers never name the same port.
+# Ports for servers a test names before starting them. A port from bind(0) lies in the kernel's
+# ephemeral range (32768 and up on Linux), which it also hands out as the source port of outgoing
+# connections: a client may take it between the pick and the server's bind. Below that range, one
+# block for each xdist worker, nothing else takes them.
 _PORTS_PER_WORKER = 1500
 _worker_ports = itertools.cycle(range(_PORTS_PER_WORKER))
 _FIRST_PORT = 20000 + _PORTS_PER_WORKER * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
@@ -214,10 +214,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL + 1)
 
 
-def start_clickhouse_http(data_dir: Path, port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+def start_clickhouse_http(data_dir: Path) -> tuple[str, subprocess.Popen[bytes]]:
     """A ClickHouse HTTP endpoint (tests/collector/clickhouse_http.py, chDB behind it) on ``data_dir``,
     as a server whose own time zone is not UTC (chDB takes the process's TZ); its URL and process."""
-    port = port or free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.collector.clickhouse_http", "--data-dir", str(data_dir), "--port", str(port)],
         cwd=ROOT, env={**os.environ, "TZ": SERVER_TIMEZONE},
