@@ -284,20 +284,19 @@ def test_a_day_of_a_stored_time_stays_utc_after_a_server_of_another_zone_restart
 
     call = {"project": "p", "ts": f"{_ZONE_PARAMS['ns'] // 10**9}.000", "judge_model": "m", "purpose": "sample",
             "outcome": "ok", "attempts": 1, "cost_usd": 0.5}
-    url, server = start_clickhouse_http(tmp_path / "server")
-    try:
-        ClickHouseStore(url.replace("http://", "http://default:@") + "/zones").insert(
-            "judge_calls", json.dumps(call).encode() + b"\n")
-    finally:
-        server.terminate()
-        server.wait(10)
-    url, server = start_clickhouse_http(tmp_path / "server")
-    try:
-        spend = judge_spend(ClickHouseStore(url.replace("http://", "http://default:@") + "/zones"), "p", 0)
-        assert [(row["day"], row["usd"]) for row in spend] == [(_UTC_ANSWER[0]["day"], 0.5)]
-    finally:
-        server.terminate()
-        server.wait(10)
+    days = []
+    for step in ("store", "read after a restart"):
+        url, server = start_clickhouse_http(tmp_path / "server")
+        store = ClickHouseStore(url.replace("http://", "http://default:@") + "/zones")
+        try:
+            if step == "store":
+                store.insert("judge_calls", json.dumps(call).encode() + b"\n")
+            days.append([(row["day"], row["usd"]) for row in judge_spend(store, "p", 0)])
+        finally:
+            store.close()
+            server.terminate()
+            server.wait(10)
+    assert days == [[(_UTC_ANSWER[0]["day"], 0.5)]] * 2
 
 
 def test_the_embedded_store_reads_and_buckets_in_utc_on_a_machine_of_another_zone(tmp_path):
