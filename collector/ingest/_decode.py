@@ -4,7 +4,9 @@ Decoding protobuf into rows is Python, about 25 µs a span. In the server proces
 would hold the GIL and share one core with the HTTP loop and the spool writer. The
 :class:`Decoder` runs it in a pool of spawned worker processes instead (spawned, not forked: the
 server process holds chDB and its threads), and they hand back the spool entry compressed, so
-the server only commits it. The acknowledgement waits for decode and spool, nothing else.
+the server only pairs nested calls across requests (the LLM spans' evidence against its one
+memory, :class:`~._nesting.Pairing`) and commits it. The acknowledgement waits for decode and
+spool, nothing else.
 
 The inline detectors run after the ack and behind the inserts, in one more worker at low CPU
 priority: the spool's analysis thread asks :meth:`Decoder.detect` for each stored batch's
@@ -26,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -40,6 +43,7 @@ from ..store import encode_rows
 from . import _otlp
 from ._detect import NotAnalysed, count, detect_rows, has_output, output_lines, project_of
 from ._detect_worker import DetectWorker
+from ._nesting import Pairing, evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,8 @@ class Decoded:
 
     entry: Entry | None
     rejected: list[str] = field(default_factory=list)
+    # The LLM spans' evidence for the server's Pairing (decode_request's ``earlier_requests`` false)
+    calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def spans(self) -> int:
@@ -61,8 +67,13 @@ def decode_request(
     media: str,
     limit_bytes: int,
     window: IngestWindow | None = None,
+    earlier_requests: bool = True,
 ) -> Decoded:
     """Decompress, decode and validate one request into a spool entry for ``project``.
+
+    Nested calls are paired with the spans of earlier requests this process decoded; with
+    ``earlier_requests`` false, within the request only, and the result carries the evidence of its
+    LLM spans for the :class:`~._nesting.Pairing` that sees every worker's requests.
 
     Raises :class:`~._errors.BadRequest` (or a subclass) for what a client must fix, among them
     :class:`PayloadTooLarge` for a body that inflates beyond ``limit_bytes`` or whose rows encode
@@ -71,12 +82,12 @@ def decode_request(
     """
     traces = _otlp.parse_traces(_otlp.decompress(body, content_encoding, limit_bytes), media)
     rejected: list[str] = []
-    rows = _otlp.to_rows(traces, project, rejected, window=window)
+    rows = _otlp.to_rows(traces, project, rejected, window=window, earlier_requests=earlier_requests)
     if not rows:
         return Decoded(None, rejected)
     encoded = encode_rows(rows, limit_bytes=ROWS_PER_BODY_BYTE * limit_bytes)
     entry = Entry.compress(project, encoded, len(rows), days=_otlp.day_range(rows), keys=_otlp.span_keys(rows))
-    return Decoded(entry, rejected)
+    return Decoded(entry, rejected, [] if earlier_requests else evidence(rows))
 
 
 _PROJECT_IN_ROW = re.compile(rb'"' + re.escape(semconv.PROJECT.encode()) + rb'":"([^"\\]*)"')
@@ -295,6 +306,7 @@ class Decoder:
         self.detect_deadline_s = detect_deadline_s
         self.window = window or IngestWindow()
         self._usual = _Lane(workers, prefetch_bytes=PREFETCH_BYTES) if workers else None
+        self._pairing = Pairing()  # the halves of a nested call decoded in two workers meet here
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
         self._detect: DetectWorker | None = None  # started at the first output to look at
         self._detect_lock = threading.Lock()
@@ -302,23 +314,32 @@ class Decoder:
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
         def call(limit_bytes: int) -> partial[Decoded]:
-            return partial(decode_request, project, body, content_encoding, media, limit_bytes, self.window)
+            # Pairs within the request only: across requests (and workers) it is the Pairing's.
+            return partial(decode_request, project, body, content_encoding, media, limit_bytes, self.window,
+                           earlier_requests=False)
 
         if self._usual is None:
-            return await run_in_threadpool(call(self.limit_bytes))
+            return await self._paired(await run_in_threadpool(call(self.limit_bytes)))
         size = decoded_size_hint(body, content_encoding)
         if size <= self.large_bytes:
             # Decoded with the fast lane's own limit: a gzip trailer that understates the size
             # costs inflating ``large_bytes``, then the request goes to the bulk lane after all.
             try:
-                return await self._usual.run(project, call(min(self.limit_bytes, self.large_bytes)), size)
+                return await self._paired(
+                    await self._usual.run(project, call(min(self.limit_bytes, self.large_bytes)), size))
             except PayloadTooLarge:
                 if self.large_bytes >= self.limit_bytes:
                     raise
             size = self.large_bytes
         if self._large is None:
             self._large = _Lane(self.workers, BULK_NICE, prefetch_bytes=BULK_PREFETCH_BYTES)
-        return await self._large.run(project, call(self.limit_bytes), size)
+        return await self._paired(await self._large.run(project, call(self.limit_bytes), size))
+
+    async def _paired(self, decoded: Decoded) -> Decoded:
+        if decoded.entry is None or not decoded.calls:
+            return decoded
+        marks = await run_in_threadpool(self._pairing.marks, decoded.calls)
+        return Decoded(decoded.entry.with_attributes(marks) if marks else decoded.entry, decoded.rejected)
 
     def detect(self, rows: bytes, sample_every: int = 1) -> tuple[bytes, NotAnalysed]:
         """The inline detectors' ``detections`` rows for stored ``otel_traces`` rows, and the

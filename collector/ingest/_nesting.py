@@ -47,19 +47,21 @@ user, session, route) and usage fill what the inner one lacks. Detections found 
 span belong to the span it names (:func:`counted_call`).
 
 Spans of one trace often arrive in separate requests (``SimpleSpanProcessor`` exports each
-span alone, and inner spans end, so are exported, first). The decode worker keeps the last
-:data:`REMEMBERED` LLM spans it saw (their ids, times and the evidence above), so whichever of a
-pair comes second is recognised.
+span alone, and inner spans end, so are exported, first), and two requests may be decoded by two
+worker processes or in two lanes. A worker pairs within its request (and fills the counted row's
+attribution and usage from the outer span there, before pricing); the collector's one
+:class:`Pairing`, in the server process, keeps the last :data:`REMEMBERED` LLM spans of every
+request (their ids, times and the evidence above), so whichever of a pair comes second is
+recognised and marked, whichever worker decoded it.
 
 The prompt is hashed only when it can decide something: when the span meets another
 instrumentation's span, in its trace or in its project and service. Hashing a 1 KB prompt cost
 more than the rest of decoding the span (bench/ingest.py's stages), and a service traced by one
 instrumentation never needs it. Until then a remembered span keeps its input messages as they
-came (at most :data:`REMEMBERED_PROMPT_CHARS` of them per worker; past that a prompt is hashed
-at once), so the answer is the same as if every prompt had been hashed on arrival.
+came (at most :data:`REMEMBERED_PROMPT_CHARS` of them; past that a prompt is hashed at once), so
+the answer is the same as if every prompt had been hashed on arrival.
 
-Not covered: a pair whose halves go to two different decode worker processes (the two lanes
-are separate processes, and a lane of several workers spreads requests over them), and an
+Not covered: a pair whose halves reach two collectors (each has its own memory), and an
 outer span that arrives BEFORE its inner one in another request: it is already counted, so
 the inner one is then the row left out (its timings are lost, never its tokens twice). A span
 the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
@@ -190,8 +192,8 @@ class _Call:
 
 
 class _Recent:
-    """The last LLM spans a decode worker saw, by trace, at most ``size`` (thread-safe: decoding
-    may run in the server's threads)."""
+    """The last LLM spans seen, by trace, at most ``size`` (thread-safe: decoding may run in the
+    server's threads)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -283,6 +285,62 @@ class _Recent:
 
 
 _recent = _Recent(REMEMBERED)
+
+# What a pass in another process reads of an LLM span: the attributes ``_call`` reads, the
+# attribution ``_fill`` copies, and the marks already made.
+_EVIDENCE_KEYS = (
+    semconv.OPERATION, semconv.REQUEST_MODEL, semconv.RESPONSE_MODEL, semconv.RESPONSE_ID,
+    semconv.INPUT_TOKENS, semconv.OUTPUT_TOKENS, semconv.INPUT_MESSAGES, semconv.SAME_CALL_AS,
+    semconv.SAME_CALL_TRACE, *ATTRIBUTION_KEYS,
+)
+_MARKS = (semconv.SAME_CALL_AS, semconv.SAME_CALL_TRACE)
+_ROW_FIELDS = ("TraceId", "SpanId", "ParentSpanId", "Timestamp", "Duration", "ScopeName", "StatusCode", "ServiceName")
+
+
+def evidence(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The LLM spans among ``rows`` as the pairing reads them, each with its index in ``rows``: for
+    :class:`Pairing`, in the process that sees every request."""
+    out = []
+    for index, row in enumerate(rows):
+        attrs = row["SpanAttributes"]
+        if kind_of(attrs.get(semconv.OPERATION, "")) != LLM or attrs.get(semconv.PARENT_LLM_SPAN):
+            continue
+        kept = {key: attrs[key] for key in _EVIDENCE_KEYS if key in attrs}
+        if not kept.get(semconv.RESPONSE_ID) and (response_id := _openinference_response_id(attrs)):
+            kept[semconv.RESPONSE_ID] = response_id  # rather than OpenInference's whole output
+        fields = {name: row[name] for name in _ROW_FIELDS}
+        project = (row.get("ResourceAttributes") or {}).get(semconv.PROJECT, "")
+        out.append((index, {**fields, "ResourceAttributes": {semconv.PROJECT: project}, "SpanAttributes": kept}))
+    return out
+
+
+class Pairing:
+    """One memory of LLM spans for every decode worker of a collector.
+
+    A worker pairs the spans of the request it decodes (and copies the outer span's attribution
+    and usage onto the counted row, before pricing it). The halves of a pair in two requests may
+    be decoded by two workers, or in two lanes: this pass, in the server process, finds them in the
+    :func:`evidence` of each request against the requests before it, and returns the marks
+    (``same_call_as``, ``same_call_trace``) the request's rows gain. One request at a time, so two
+    halves decoded at once still meet.
+    """
+
+    def __init__(self, size: int = REMEMBERED) -> None:
+        self._recent = _Recent(size)
+        self._lock = threading.Lock()
+
+    def marks(self, found: list[tuple[int, dict[str, Any]]]) -> dict[int, dict[str, str]]:
+        """The attributes each row of a request gains, by its index, from its ``evidence``."""
+        rows = [row for _, row in found]
+        before = [{key: row["SpanAttributes"].get(key) for key in _MARKS} for row in rows]
+        with self._lock:
+            mark_same_calls(rows, self._recent)
+        gained = {}
+        for (index, row), old in zip(found, before, strict=True):
+            new = {key: value for key in _MARKS if (value := row["SpanAttributes"].get(key)) and value != old[key]}
+            if new:
+                gained[index] = new
+        return gained
 
 
 def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -> None:

@@ -24,7 +24,7 @@ from infersight.sdk import semconv
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
-from ._nesting import mark_same_calls
+from ._nesting import REMEMBERED, _Recent, mark_same_calls
 from ._normalize import normalize
 
 PROTOBUF = "application/x-protobuf"
@@ -256,13 +256,16 @@ def to_rows(
     *,
     window: IngestWindow | None = None,
     now_s: float | None = None,
+    earlier_requests: bool = True,
 ) -> list[dict[str, Any]]:
     """Flatten a request into ``otel_traces`` rows, stamping every resource with ``project``.
 
     The project always comes from the caller (the API key), never from the span: a resource
     attribute claiming another project is overwritten. Spans of other instrumentations get the
     canonical attribute names (:func:`~._normalize.normalize`), the outer span of a call two
-    instrumentations describe is marked (:func:`~._nesting.mark_same_calls`), and spans with
+    instrumentations describe is marked (:func:`~._nesting.mark_same_calls`: with the process's
+    memory of earlier requests, or with ``earlier_requests`` false within this request only, for a
+    :class:`~._nesting.Pairing` in another process to take over), and spans with
     tokens and a known model but no cost get one (:func:`~._enrich.add_cost`). Spans that cannot be
     stored, or that start outside ``window`` (measured from ``now_s``, default: now), are left
     out, and why is appended to ``rejected`` when given. A span the request holds twice (same
@@ -310,14 +313,14 @@ def to_rows(
                         **(_links(span.links) if span.links else _NO_LINKS),
                     }
                 )
-    _complete(rows)
+    _complete(rows, earlier_requests)
     return rows
 
 
-def _complete(rows: list[dict[str, Any]]) -> None:
+def _complete(rows: list[dict[str, Any]], earlier_requests: bool) -> None:
     # Canonical names first: finding nested pairs and pricing read only those.
     for row in rows:
         normalize(row)
-    mark_same_calls(rows)
+    mark_same_calls(rows, None if earlier_requests else _Recent(REMEMBERED))
     for row in rows:
         add_cost(row["SpanAttributes"])

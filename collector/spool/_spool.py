@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +122,18 @@ class Entry:
     @property
     def size(self) -> int:
         return len(self.rows_z) + len(self.detections_z) + len(self.keys_z)
+
+    def with_attributes(self, added: Mapping[int, Mapping[str, str]]) -> Entry:
+        """This entry with ``added`` span attributes on the rows at those indexes (in row order)."""
+        before = _decompress(self.rows_z)
+        lines = before.split(b"\n")
+        for index, attributes in added.items():
+            row = orjson.loads(lines[index])
+            row["SpanAttributes"].update(attributes)
+            lines[index] = orjson.dumps(row)
+        rows = b"\n".join(lines)
+        raw_bytes = None if self.raw_bytes is None else self.raw_bytes + len(rows) - len(before)
+        return dataclasses.replace(self, rows_z=_compress(rows), raw_bytes=raw_bytes)
 
 
 def _merge(

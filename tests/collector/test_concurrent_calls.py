@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -37,7 +38,7 @@ from infersight.sdk import semconv
 from tests.collector.test_foreign_instrumentations import instrumentors, openai_restored
 from tests.collector.test_normalizer import T0, USAGE
 from tests.collector.test_normalizer import llm as llm_row
-from tests.conftest import wait_for
+from tests.conftest import LiveCollector, wait_for
 
 MINI, FOUR_O = "gpt-4o-mini", "gpt-4o"
 LOOP = "Let me check that for you. " + "I will now retry the lookup and report back. " * 12
@@ -257,6 +258,50 @@ def test_langchain_over_openai_is_flagged_once_per_call(collector, llm, store):
     assert summary_when(collector, spans=13)["llm_calls"] == llm.truth()["llm_calls"] == 6
     # both spans of the looping call carry the loop; the call is one flagged call of six
     assert quality_rates(collector, store) == flagged_once(6)
+
+
+def _other_apps(url: str, stop: threading.Event) -> None:
+    """Requests of 300 spans that are no LLM call, sent back to back until ``stop``."""
+    while not stop.is_set():
+        now = time.time_ns()
+        spans = [{"traceId": uuid.uuid4().hex, "spanId": uuid.uuid4().hex[:16], "name": "work", "kind": 1,
+                  "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+                  "attributes": [{"key": "note", "value": {"stringValue": "x" * 200}}]} for _ in range(300)]
+        resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "other-app"}}]}
+        body = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "other"}, "spans": spans}]}]}
+        httpx.post(url + "/v1/traces", json=body, timeout=60)
+
+
+def test_the_halves_of_a_call_decoded_by_two_workers_are_counted_once(tmp_path, store, llm):
+    # Each span exported alone (as Phoenix's register() does) while other apps keep both decode
+    # workers busy: the OpenAI span and LangChain's over it are mostly decoded by different workers.
+    from langchain_openai import ChatOpenAI
+
+    collector = LiveCollector(tmp_path / "data", store, decode_workers=2).start()
+    stop = threading.Event()
+    others = [threading.Thread(target=_other_apps, args=(collector.url, stop)) for _ in range(3)]
+    try:
+        for other in others:
+            other.start()
+        model = ChatOpenAI(model=MINI, base_url=llm.url + "/v1", api_key="test", max_retries=0)
+        for _ in range(3):
+            with app(collector, "langchain", "openinference") as tracer, tracer.start_as_current_span("request"):
+                model.batch(prompts("hi", "plan", "bill", "refund", "tax", "fee"))
+    finally:
+        stop.set()
+        for other in others:
+            other.join()
+    try:
+        def stored() -> int:
+            (row,) = store.query("SELECT count() AS n FROM otel_traces WHERE ServiceName = 'concurrent-app'"
+                                 " AND ResourceAttributes['infersight.project'] = {p:String}", {"p": collector.project})
+            return int(row["n"])
+
+        assert wait_for(lambda: stored() >= 39), "the app's spans were not all stored"  # 3 x (request + 6 x 2)
+        body = httpx.get(f"{collector.url}/api/v1/summary", params={"since": "1h"}).json()
+        assert body["llm_calls"] == llm.truth()["llm_calls"] == 18
+    finally:
+        collector.stop()
 
 
 def test_our_decorator_around_an_instrumented_client_is_flagged_once_per_call(collector, llm, store):
