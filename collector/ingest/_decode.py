@@ -4,8 +4,8 @@ Decoding protobuf into rows is Python, about 25 µs a span. In the server proces
 would hold the GIL and share one core with the HTTP loop and the spool writer. The
 :class:`Decoder` runs it in a pool of spawned worker processes instead (spawned, not forked: the
 server process holds chDB and its threads), and they hand back the spool entry compressed, so
-the server only pairs nested calls across requests (the LLM spans' evidence against its one
-memory, :class:`~._nesting.Pairing`) and commits it. The acknowledgement waits for decode and
+the server only commits it (and, with more than one worker a lane, pairs nested calls across
+the workers' requests: :class:`~._nesting.Pairing`). The acknowledgement waits for decode and
 spool, nothing else.
 
 The inline detectors run after the ack and behind the inserts, in one more worker at low CPU
@@ -306,7 +306,11 @@ class Decoder:
         self.detect_deadline_s = detect_deadline_s
         self.window = window or IngestWindow()
         self._usual = _Lane(workers, prefetch_bytes=PREFETCH_BYTES) if workers else None
-        self._pairing = Pairing()  # the halves of a nested call decoded in two workers meet here
+        # With one worker a lane, each worker's memory sees every request of its lane; with more,
+        # the halves of a nested call decoded by two workers meet here, for server CPU a worker a
+        # lane does not pay: ~13 µs a span alone (evidence unpickled, marks), 26 more in the server
+        # under bench/ingest.py's load with content on 2 cores, 0.85x the stored rate.
+        self._pairing = Pairing() if workers > 1 else None
         self._large: _Lane | None = None  # started at the first large body: most deployments never send one
         self._detect: DetectWorker | None = None  # started at the first output to look at
         self._detect_lock = threading.Lock()
@@ -314,12 +318,11 @@ class Decoder:
 
     async def decode(self, project: str, body: bytes, content_encoding: str | None, media: str) -> Decoded:
         def call(limit_bytes: int) -> partial[Decoded]:
-            # Pairs within the request only: across requests (and workers) it is the Pairing's.
             return partial(decode_request, project, body, content_encoding, media, limit_bytes, self.window,
-                           earlier_requests=False)
+                           earlier_requests=self._pairing is None)
 
         if self._usual is None:
-            return await self._paired(await run_in_threadpool(call(self.limit_bytes)))
+            return await run_in_threadpool(call(self.limit_bytes))
         size = decoded_size_hint(body, content_encoding)
         if size <= self.large_bytes:
             # Decoded with the fast lane's own limit: a gzip trailer that understates the size
@@ -336,7 +339,7 @@ class Decoder:
         return await self._paired(await self._large.run(project, call(self.limit_bytes), size))
 
     async def _paired(self, decoded: Decoded) -> Decoded:
-        if decoded.entry is None or not decoded.calls:
+        if self._pairing is None or decoded.entry is None or not decoded.calls:
             return decoded
         marks = await run_in_threadpool(self._pairing.marks, decoded.calls)
         return Decoded(decoded.entry.with_attributes(marks) if marks else decoded.entry, decoded.rejected)

@@ -47,12 +47,13 @@ user, session, route) and usage fill what the inner one lacks. Detections found 
 span belong to the span it names (:func:`counted_call`).
 
 Spans of one trace often arrive in separate requests (``SimpleSpanProcessor`` exports each
-span alone, and inner spans end, so are exported, first), and two requests may be decoded by two
-worker processes or in two lanes. A worker pairs within its request (and fills the counted row's
-attribution and usage from the outer span there, before pricing); the collector's one
-:class:`Pairing`, in the server process, keeps the last :data:`REMEMBERED` LLM spans of every
-request (their ids, times and the evidence above), so whichever of a pair comes second is
-recognised and marked, whichever worker decoded it.
+span alone, and inner spans end, so are exported, first). The process that decodes keeps the
+last :data:`REMEMBERED` LLM spans it saw (their ids, times and the evidence above), so whichever
+of a pair comes second is recognised. With more than one decode worker a lane, two requests may
+be decoded by two workers: each pairs within its request (and fills the counted row's
+attribution and usage from the outer span there, before pricing), and the collector's one
+:class:`Pairing`, in the server process, remembers every request's LLM spans and marks the halves
+decoded apart.
 
 The prompt is hashed only when it can decide something: when the span meets another
 instrumentation's span, in its trace or in its project and service. Hashing a 1 KB prompt cost
@@ -61,7 +62,8 @@ instrumentation never needs it. Until then a remembered span keeps its input mes
 came (at most :data:`REMEMBERED_PROMPT_CHARS` of them; past that a prompt is hashed at once), so
 the answer is the same as if every prompt had been hashed on arrival.
 
-Not covered: a pair whose halves reach two collectors (each has its own memory), and an
+Not covered: a pair whose halves reach two collectors (each has its own memory) or, with one
+worker a lane, the two lanes (a request of more than 512 KiB and a smaller one), and an
 outer span that arrives BEFORE its inner one in another request: it is already counted, so
 the inner one is then the row left out (its timings are lost, never its tokens twice). A span
 the SDK already marked (``infersight.parent_llm_span``: a foreign span under our LLM span) is
