@@ -345,9 +345,14 @@ class Pairing:
         return gained
 
 
-def mark_same_calls(rows: list[dict[str, Any]], recent: _Recent | None = None) -> None:
+def mark_same_calls(
+    rows: list[dict[str, Any]], recent: _Recent | None = None, *, earlier_requests: bool = True,
+) -> None:
     """Mark every outer LLM span of a nested pair among ``rows`` (normalised ``otel_traces`` rows)
-    or between ``rows`` and the LLM spans seen before; see the module docstring. In place."""
+    or between ``rows`` and the LLM spans seen before (not with ``earlier_requests`` false: a
+    :class:`Pairing` elsewhere does that); see the module docstring. In place."""
+    if not earlier_requests:
+        recent = _Recent(REMEMBERED)
     recent = _recent if recent is None else recent
     here = {(call.trace_id, call.span_id): (call, row) for row in rows if (call := _call(row)) is not None}
     if not here:

@@ -24,7 +24,7 @@ from infersight.sdk import semconv
 from .._settings import DAY_NS, IngestWindow
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ._enrich import add_cost
-from ._nesting import REMEMBERED, _Recent, mark_same_calls
+from ._nesting import mark_same_calls
 from ._normalize import normalize
 
 PROTOBUF = "application/x-protobuf"
@@ -321,6 +321,6 @@ def _complete(rows: list[dict[str, Any]], earlier_requests: bool) -> None:
     # Canonical names first: finding nested pairs and pricing read only those.
     for row in rows:
         normalize(row)
-    mark_same_calls(rows, None if earlier_requests else _Recent(REMEMBERED))
+    mark_same_calls(rows, earlier_requests=earlier_requests)
     for row in rows:
         add_cost(row["SpanAttributes"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import threading
@@ -19,6 +20,17 @@ def rows(n: int, tag: str = "x") -> bytes:
 
 def entry(project: str, body: bytes, count: int, days: tuple[int, int] | None = (20_000, 20_000)) -> Entry:
     return Entry.compress(project, body, count, days=days)
+
+
+def test_attributes_added_to_an_entry_reach_its_rows_and_nothing_else(tmp_path):
+    body = encode_rows({"SpanId": f"s{i}", "SpanAttributes": {"k": str(i)}} for i in range(3))
+    marked = entry("p", body, 3).with_attributes({1: {"infersight.same_call_as": "s0"}})
+    spool = Spool(tmp_path / "spool.db", max_bytes=1 << 20)
+    spool.append(marked)
+    batch = spool.next_batch(max_rows=10, max_bytes=1 << 20)
+    assert [row["SpanAttributes"] for row in map(json.loads, batch.rows.splitlines())] == [
+        {"k": "0"}, {"k": "1", "infersight.same_call_as": "s0"}, {"k": "2"}]
+    assert marked.raw_bytes == len(batch.rows)
 
 
 def test_batches_merge_entries_in_order_up_to_the_row_limit(tmp_path):
