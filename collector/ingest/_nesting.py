@@ -288,12 +288,12 @@ class _Recent:
 
 _recent = _Recent(REMEMBERED)
 
-# What a pass in another process reads of an LLM span: the attributes ``_call`` reads, the
-# attribution ``_fill`` copies, and the marks already made.
+# What a pass in another process reads of an LLM span: the attributes ``_call`` reads and the
+# marks already made (not the attribution ``_fill`` copies: that pass keeps only its marks).
 _EVIDENCE_KEYS = (
     semconv.OPERATION, semconv.REQUEST_MODEL, semconv.RESPONSE_MODEL, semconv.RESPONSE_ID,
     semconv.INPUT_TOKENS, semconv.OUTPUT_TOKENS, semconv.INPUT_MESSAGES, semconv.SAME_CALL_AS,
-    semconv.SAME_CALL_TRACE, *ATTRIBUTION_KEYS,
+    semconv.SAME_CALL_TRACE,
 )
 _MARKS = (semconv.SAME_CALL_AS, semconv.SAME_CALL_TRACE)
 _ROW_FIELDS = ("TraceId", "SpanId", "ParentSpanId", "Timestamp", "Duration", "ScopeName", "StatusCode", "ServiceName")
