@@ -48,8 +48,8 @@ class ClickHouseStore:
             "connect_timeout": connect_timeout_s,
             "autogenerate_session_id": False,
             # A server's own time zone may be another: bound times and now() are read in UTC (sent
-            # with every request; a server older than ClickHouse 23.6 lacks the setting). The days
-            # of stored columns stay the server's (SESSION_TIMEZONE's note).
+            # with every request; a server older than ClickHouse 23.6 lacks the setting). Columns of
+            # tables it loads from disk keep its zone for toDate(): SESSION_TIMEZONE's note.
             "settings": {"session_timezone": SESSION_TIMEZONE},
         }
         try:

@@ -24,6 +24,7 @@ from infersight.collector.ingest._otlp import JSON, parse_traces, to_rows
 from infersight.collector.store import ClickHouseStore, cluster_statements, held_spans
 from infersight.collector.store._id_lists import id_array
 from infersight.detectors import row_time_ns, row_time_text
+from tests.collector.clickhouse_http import MAX_PARAMETER_BYTES
 from tests.collector.otlp_bodies import genai_spans_json
 from tests.conftest import LEAN_COLLECTOR, SERVER_TIMEZONE, free_port, start_clickhouse_http, wait_for_spans
 
@@ -251,7 +252,8 @@ def test_held_spans_asked_for_a_writers_whole_batch_of_traces_answers_in_one_que
     monkeypatch.setattr(backend, "query", lambda sql, params=None: queries.append(params) or real_query(sql, params))
     assert held_spans(backend, asked, times) == set(asked[:3])
     (params,) = queries
-    assert all(len(value.encode()) <= 131072 for name, value in params.items() if name.startswith("traces"))
+    traces = [value for name, value in params.items() if name.startswith("traces")]
+    assert all(len(value.encode()) <= MAX_PARAMETER_BYTES for value in traces)
 
 
 def test_a_long_list_of_ids_reaches_a_query_whole_and_in_order(backend):
